@@ -1,0 +1,114 @@
+"""Amounts that must fit: quotas within a volume or pool, dataset copies within a cache."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from compiler.checks.index import Index
+from compiler.model.document import SiteDocument
+from compiler.problems import Problems, Where
+from compiler.units import format_size
+
+
+def check_quotas(doc: SiteDocument, index: Index, problems: Problems) -> None:
+    """Per target and scope (user / project), the sum of limits must fit the capacity."""
+    sums: dict[tuple[str, str, str], int] = defaultdict(int)
+    first: dict[tuple[str, str, str], Where] = {}
+    for q in doc.quotas:
+        item = q.item
+        target = ("volume", item.volume) if item.volume is not None else ("pool", item.pool or "")
+        parts: list[tuple[str, int]] = []
+        if item.user is not None and item.limit is not None:
+            parts.append(("user", item.limit))
+        if item.project is not None and item.limit is not None:
+            parts.append(("project", item.limit))
+        parts += [("user", v) for v in item.users.values()]
+        parts += [("project", v) for v in item.projects.values()]
+        for scope, amount in parts:
+            key = (target[0], target[1], scope)
+            sums[key] += amount
+            first.setdefault(key, q.where)
+    for (kind, name, scope), total in sorted(sums.items()):
+        if kind == "volume":
+            loc = index.volumes.items.get(name)
+            if loc is None or loc.item.overcommit:
+                continue
+            cap, shown = loc.item.capacity, (format_size(total), format_size(loc.item.capacity))
+        else:
+            loc = index.pools.items.get(name)
+            if loc is None:
+                continue
+            cap = getattr(loc.item, "capacity", None) or (
+                loc.item.amount + (loc.item.borrow.max if loc.item.borrow else 0)
+            )
+            shown = (
+                (format_size(total), format_size(cap))
+                if hasattr(loc.item, "capacity")
+                else (str(total), str(cap))
+            )
+        if total > cap:
+            problems.error(
+                "XCE401",
+                f"{scope} quotas on {kind} '{name}' add up to {shown[0]}, more than its "
+                f"capacity {shown[1]}",
+                "lower the quotas, raise the capacity, or declare 'overcommit: true' on the volume",
+                first[(kind, name, scope)],
+                also=[loc.where.child("capacity")],
+            )
+
+
+def check_caches(doc: SiteDocument, index: Index, problems: Problems) -> None:
+    used: dict[str, int] = defaultdict(int)
+    for d in doc.datasets:
+        for i, copy in enumerate(d.item.copies):
+            cache = index.caches.items.get(copy.location)
+            at = d.where.child("copies", i)
+            if cache is None:
+                if copy.location in index.caches.known() or not copy.location:
+                    continue
+                problems.error(
+                    "XCE305",
+                    f"no cache is declared at '{copy.location}' for a copy of "
+                    f"{d.item.name}@{d.item.version}",
+                    f"add a 'caches:' item with location: {copy.location}, its capacity and provider",
+                    at.child("location"),
+                )
+                continue
+            if cache.item.provider != copy.provider:
+                problems.error(
+                    "XCE411",
+                    f"copy uses provider '{copy.provider}' but the cache at '{copy.location}' is "
+                    f"held by '{cache.item.provider}'",
+                    f"use provider: {cache.item.provider}",
+                    at.child("provider"),
+                )
+            used[copy.location] += d.item.size
+    for location, total in sorted(used.items()):
+        cache = index.caches.items[location]
+        if total > cache.item.capacity:
+            problems.error(
+                "XCE402",
+                f"dataset copies at '{location}' need {format_size(total)}, more than its cache "
+                f"capacity {format_size(cache.item.capacity)}",
+                "raise the cache capacity or remove copies from this location",
+                cache.where.child("capacity"),
+            )
+
+
+def check_warnings(doc: SiteDocument, problems: Problems) -> None:
+    for v in doc.volumes:
+        if not v.item.mounted_by:
+            problems.warning(
+                "XCE501",
+                f"volume '{v.item.name}' is mounted by no host group",
+                "list the groups that mount it under 'mounted_by:'; no job can use it otherwise",
+                v.where.child("name"),
+            )
+    for d in doc.datasets:
+        if not d.item.copies:
+            problems.warning(
+                "XCE502",
+                f"dataset {d.item.name}@{d.item.version} has no copy",
+                "add 'copies:' so jobs can find it at a location",
+                d.where.child("name"),
+            )

@@ -1,0 +1,113 @@
+"""Host groups expanded to hosts: hostlist errors, hosts in two groups, overrides, counts."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from compiler.hostlist import HostlistError, compress, expand
+from compiler.model.document import Located
+from compiler.model.hosts import HostGroup
+from compiler.problems import Problems, Where
+
+_HOSTLIST_CODES = {"syntax": "XCE201", "descending": "XCE202", "too-large": "XCE203"}
+
+
+@dataclass(slots=True)
+class HostTable:
+    """Each group's hosts in order, each host's group, and each host's override names."""
+
+    members: dict[str, list[str]] = field(default_factory=dict)
+    group_of: dict[str, str] = field(default_factory=dict)
+    overrides: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+    def location_exists(self, host: str) -> bool:
+        return host in self.group_of
+
+
+def _expand(expr: str, where: Where, problems: Problems) -> list[str] | None:
+    try:
+        return expand(expr)
+    except HostlistError as err:
+        problems.error(
+            _HOSTLIST_CODES[err.reason],
+            f"bad hostlist '{expr}': {err.message} (at character {err.offset + 1})",
+            "write Slurm hostlists such as cn[0001-1024] or gpu[01-08,10]",
+            where,
+        )
+        return None
+
+
+def expand_hosts(groups: list[Located[HostGroup]], problems: Problems) -> HostTable:
+    table = HostTable()
+    clashes: dict[tuple[str, str], list[str]] = defaultdict(list)
+    first_where: dict[str, Where] = {}
+    for loc in groups:
+        g = loc.item
+        first_where.setdefault(g.name, loc.where)
+        if g.name in table.members:
+            continue  # a duplicate definition, already reported
+        hosts: list[str] = []
+        if g.hosts:
+            hosts = _expand(g.hosts, loc.where.child("hosts"), problems) or []
+        elif g.provisioned is None:
+            problems.warning(
+                "XCE503",
+                f"host group '{g.name}' has no hosts",
+                "add 'hosts: <hostlist>' or remove the group",
+                loc.where.child("name"),
+            )
+        table.members[g.name] = hosts
+        for h in hosts:
+            other = table.group_of.get(h)
+            if other is None:
+                table.group_of[h] = g.name
+            else:
+                clashes[(other, g.name)].append(h)
+        _check_overrides(loc, set(hosts), table, problems)
+        _check_provisioned(loc, len(hosts), problems)
+    for (a, b), hosts in sorted(clashes.items()):
+        problems.error(
+            "XCE204",
+            f"{len(hosts)} host(s) are in both '{a}' and '{b}': {compress(hosts)}",
+            "a host belongs to exactly one group; remove them from one of the hostlists",
+            first_where[b].child("hosts"),
+            also=[first_where[a].child("hosts")],
+        )
+    return table
+
+
+def _check_overrides(loc: Located[HostGroup], hosts: set[str], table: HostTable,
+                     problems: Problems) -> None:
+    g = loc.item
+    per_group: dict[str, list[str]] = {}
+    for expr in g.overrides:
+        where = loc.where.child("overrides", expr).at_key()
+        names = _expand(expr, where, problems)
+        if names is None:
+            continue
+        missing = [n for n in names if n not in hosts]
+        if missing:
+            problems.error(
+                "XCE205",
+                f"override names host(s) not in group '{g.name}': {compress(missing)}",
+                "overrides apply only to the group's own hosts; fix the name or the hostlist",
+                where,
+            )
+        per_group[expr] = [n for n in names if n in hosts]
+    table.overrides[g.name] = per_group
+
+
+def _check_provisioned(loc: Located[HostGroup], n_hosts: int, problems: Problems) -> None:
+    p = loc.item.provisioned
+    if p is None:
+        return
+    wanted = max(v for v in (p.count, p.max, p.min, 0) if v is not None)
+    if wanted > n_hosts:
+        problems.error(
+            "XCE206",
+            f"provisioned group '{loc.item.name}' asks for up to {wanted} hosts but its hostlist "
+            f"names {n_hosts}",
+            "list at least as many host names in 'hosts:' as 'count'/'max' allows",
+            loc.where.child("provisioned"),
+        )

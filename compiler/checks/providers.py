@@ -1,0 +1,122 @@
+"""Providers can hold what is bound to them, and each is served by exactly one active proxy."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from compiler.checks.index import Index
+from compiler.model.document import Located, SiteDocument
+from compiler.model.providers import Provider
+from compiler.problems import Problems, Where
+
+EXTERNAL = ("exec", "jsonl")
+# What each use needs of the provider bound to it.
+CAN_HOLD: dict[str, tuple[str, ...]] = {
+    "volume": ("directory", *EXTERNAL),
+    "dataset copy": ("dataset-copy", *EXTERNAL),
+    "cache": ("dataset-copy", *EXTERNAL),
+    "provisioned group": EXTERNAL,
+    "license borrowing": EXTERNAL,
+}
+
+
+def _kind_of(index: Index, name: str) -> str | None:
+    loc = index.providers.items.get(name)
+    return loc.item.kind if loc is not None else None
+
+
+def _check_kind(index: Index, use: str, name: str, where: Where, problems: Problems) -> None:
+    kind = _kind_of(index, name)
+    if kind is None or kind in CAN_HOLD[use]:
+        return
+    problems.error(
+        "XCE405",
+        f"provider '{name}' is of kind '{kind}', which cannot hold a {use}",
+        f"bind a provider of kind {' or '.join(CAN_HOLD[use])}",
+        where,
+    )
+
+
+def check_provider_kinds(doc: SiteDocument, index: Index, problems: Problems) -> None:
+    for g in doc.host_groups:
+        if g.item.provisioned is not None:
+            _check_kind(index, "provisioned group", g.item.provisioned.provider,
+                        g.where.child("provisioned", "provider"), problems)
+    for lic in doc.licenses:
+        if lic.item.borrow is not None:
+            _check_kind(index, "license borrowing", lic.item.borrow.provider,
+                        lic.where.child("borrow", "provider"), problems)
+    for d in doc.datasets:
+        for i, copy in enumerate(d.item.copies):
+            _check_kind(index, "dataset copy", copy.provider,
+                        d.where.child("copies", i, "provider"), problems)
+    for c in doc.caches:
+        _check_kind(index, "cache", c.item.provider, c.where.child("provider"), problems)
+    for v in doc.volumes:
+        _check_kind(index, "volume", v.item.provider, v.where.child("provider"), problems)
+    for p in doc.providers:
+        _check_command(p, problems)
+    maps = [p for p in doc.providers if p.item.kind == "controller-map"]
+    for extra in maps[1:]:
+        problems.error(
+            "XCE409",
+            f"a second controller-map provider '{extra.item.name}'",
+            "a site has one controller map; remove one of them",
+            extra.where.child("kind"),
+            also=[maps[0].where.child("kind")],
+        )
+
+
+def _check_command(p: Located[Provider], problems: Problems) -> None:
+    external = p.item.kind in EXTERNAL
+    if external and not p.item.command:
+        problems.error(
+            "XCE408",
+            f"provider '{p.item.name}' of kind '{p.item.kind}' has no 'command'",
+            "give the program to run as a list, e.g. command: [/opt/xce/providers/cloud]",
+            p.where.child("kind"),
+        )
+    if not external and p.item.command:
+        problems.error(
+            "XCE408",
+            f"built-in provider '{p.item.name}' ({p.item.kind}) takes no 'command'",
+            "remove 'command:' or use kind exec/jsonl",
+            p.where.child("command").at_key(),
+        )
+
+
+def check_proxies(doc: SiteDocument, index: Index, problems: Problems) -> None:
+    """N2: exactly one active proxy per provider; the controller map needs none."""
+    active: dict[str, list[Located[Any]]] = defaultdict(list)
+    for px in doc.proxies:
+        for name in px.item.active:
+            active[name].append(px)
+        for name in px.item.standby:
+            if name in px.item.active:
+                problems.error(
+                    "XCE404",
+                    f"proxy '{px.item.name}' lists provider '{name}' as both active and standby",
+                    "a standby must be another proxy",
+                    px.where.child("standby", px.item.standby.index(name)),
+                )
+    for name, p in sorted(index.providers.items.items()):
+        if p.item.kind == "controller-map":
+            continue
+        holders = active.get(name, [])
+        if not holders:
+            problems.error(
+                "XCE403",
+                f"provider '{name}' is served by no active proxy",
+                f"add '{name}' to the 'active:' list of one proxy",
+                p.where.child("name"),
+            )
+        elif len(holders) > 1:
+            names = ", ".join(h.item.name for h in holders)
+            problems.error(
+                "XCE404",
+                f"provider '{name}' has {len(holders)} active proxies ({names})",
+                "keep it active on one proxy and list it under 'standby:' on the others",
+                holders[1].where.child("active"),
+                also=[h.where.child("active") for h in holders[:1]],
+            )

@@ -1,0 +1,116 @@
+"""The compile stage: load → validate → check → emit, collecting every problem on the way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from compiler.bindings import build_bindings, controller_name
+from compiler.checks.capacity import check_caches, check_quotas, check_warnings
+from compiler.checks.hosts import expand_hosts
+from compiler.checks.index import build_index
+from compiler.checks.providers import check_provider_kinds, check_proxies
+from compiler.checks.references import check_references
+from compiler.checks.secrets import check_secrets
+from compiler.emit.context import EmitContext
+from compiler.emit.datasets import emit_datasets
+from compiler.emit.hosts import emit_hosts
+from compiler.emit.pools import emit_pools
+from compiler.emit.volumes import emit_volumes, mounts_by_group
+from compiler.model.document import SiteDocument, build_document
+from compiler.model.site import Site
+from compiler.problems import Problem, Problems, Where
+from compiler.supply_map import SupplyMap
+from compiler.yaml_source import Locator, SourceFile, display_path, find_yaml_files, load_file
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    supply_map: SupplyMap
+    bindings: dict[str, Any]
+    document: SiteDocument
+
+
+def load_site(site_dir: Path, problems: Problems) -> list[SourceFile]:
+    """Every YAML file under the site folder, fast-loaded; unreadable ones become problems."""
+    if not site_dir.is_dir():
+        problems.error("XCE006", f"site folder '{site_dir}' does not exist",
+                       "give the folder that holds the site-config YAML files",
+                       subject=str(site_dir))
+        return []
+    paths = find_yaml_files(site_dir)
+    if not paths:
+        problems.error("XCE006", f"no YAML files (*.yaml, *.yml) under '{site_dir}'",
+                       "point xce-compile at the site-config folder", subject=str(site_dir))
+    files = []
+    for path in paths:
+        src = load_file(path, display_path(path, site_dir), problems)
+        if src is not None:
+            files.append(src)
+    return files
+
+
+def settings_of(site: Site) -> dict[str, Any]:
+    """The planning policy that travels with the compiled map."""
+    return {
+        "site": site.name,
+        "owner": f"site/{site.name}",
+        "discovery": site.discovery,
+        "join_deadline": site.join_deadline,
+        "release_orphans": site.release_orphans,
+        "management": dict(sorted(site.management.items())),
+        "safety": site.safety.model_dump(),
+        "protected": sorted(site.protected),
+    }
+
+
+def check_document(doc: SiteDocument, problems: Problems) -> Any:
+    index = build_index(doc, problems)
+    hosts = expand_hosts(doc.host_groups, problems)
+    check_references(doc, index, hosts, problems)
+    check_provider_kinds(doc, index, problems)
+    check_proxies(doc, index, problems)
+    check_secrets(doc, problems)
+    check_quotas(doc, index, problems)
+    check_caches(doc, index, problems)
+    check_warnings(doc, problems)
+    return hosts
+
+
+def compile_files(files: list[SourceFile], problems: Problems,
+                  complete: bool = True) -> Compiled | None:
+    """Validate and emit; ``complete=False`` (a file did not load) skips cross-file checks,
+    whose "unknown name" findings would only echo the unreadable file."""
+    doc = build_document(files, problems)
+    if not complete:
+        return None
+    if doc.site is None and files:
+        problems.error("XCE105", "no 'site:' section in any file",
+                       "add a 'site:' section with at least 'name:' to one file",
+                       Where(files[0].path, line=1, column=1))
+    hosts = check_document(doc, problems)
+    if problems.has_errors or doc.site is None:
+        return None
+    site = doc.site.item
+    ctx = EmitContext(owner=f"site/{site.name}", controller=controller_name(doc))
+    emit_hosts(doc, site, hosts, mounts_by_group(doc), ctx)
+    emit_pools(doc, ctx)
+    emit_datasets(doc, ctx)
+    emit_volumes(doc, ctx)
+    entries = {e.id: e for e in ctx.entries}
+    supply = SupplyMap(entries=entries, site=site.name, owner=ctx.owner,
+                       settings=settings_of(site))
+    return Compiled(supply, build_bindings(doc), doc)
+
+
+def located(problems: Problems, files: list[SourceFile]) -> list[Problem]:
+    return Locator(files).locate_all(problems)
+
+
+def compile_site(site_dir: Path, problems: Problems) -> tuple[Compiled | None, list[SourceFile]]:
+    before = len(problems)
+    files = load_site(site_dir, problems)
+    complete = len(problems) == before
+    compiled = compile_files(files, problems, complete) if files else None
+    return compiled, files

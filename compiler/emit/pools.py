@@ -1,0 +1,21 @@
+"""License pools, storage pools and custom counters (PR-1)."""
+
+from __future__ import annotations
+
+from compiler.emit.context import EmitContext
+from compiler.model.document import SiteDocument
+
+
+def emit_pools(doc: SiteDocument, ctx: EmitContext) -> None:
+    for lic in doc.licenses:
+        p = lic.item
+        spec: dict[str, object] = {}
+        if p.borrow is not None:
+            spec = {"borrow_max": p.borrow.max, "borrow_provider": p.borrow.provider}
+        ctx.controlled(f"license/{p.name}@site", "license", p.amount, location="site", spec=spec)
+    for sp in doc.storage_pools:
+        ctx.controlled(f"storage-pool/{sp.item.name}", "storage-pool", sp.item.capacity,
+                       location=f"pool/{sp.item.name}")
+    for c in doc.counters:
+        ctx.controlled(f"counter/{c.item.name}@{c.item.location}", "counter", c.item.amount,
+                       location=c.item.location)

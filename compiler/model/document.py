@@ -1,0 +1,216 @@
+"""A site-config folder as validated, located items, gathered across files.
+
+Every file carries ``version: 1`` and any of the sections; list sections may be split
+across files. Items are validated one at a time so that one bad item does not hide the
+others, and the names of invalid items are still known (no false "unknown reference").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from compiler.model.datasets import Cache, Dataset
+from compiler.model.errors import problems_from
+from compiler.model.hosts import HostGroup
+from compiler.model.pools import CustomCounter, LicensePool, StoragePool
+from compiler.model.providers import Provider, Proxy
+from compiler.model.quotas import Quota
+from compiler.model.site import Site
+from compiler.model.volumes import Volume
+from compiler.names import did_you_mean
+from compiler.problems import Problems, Where
+from compiler.yaml_source import SourceFile
+
+LANGUAGE_VERSION = 1
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class Located(Generic[T]):
+    """A validated item and where it was written."""
+
+    item: T
+    where: Where
+
+
+# List sections: YAML path inside a file -> model of one item.
+LIST_SECTIONS: dict[tuple[str, ...], type[BaseModel]] = {
+    ("host_groups",): HostGroup,
+    ("pools", "licenses"): LicensePool,
+    ("pools", "storage"): StoragePool,
+    ("pools", "counters"): CustomCounter,
+    ("datasets",): Dataset,
+    ("caches",): Cache,
+    ("volumes",): Volume,
+    ("quotas",): Quota,
+    ("providers",): Provider,
+    ("proxies",): Proxy,
+}
+TOP_KEYS = ("version", "site", "host_groups", "pools", "datasets", "caches", "volumes",
+            "quotas", "providers", "proxies", "policy")
+POOL_KEYS = ("licenses", "storage", "counters")
+
+
+@dataclass(slots=True)
+class SiteDocument:
+    """All sections of a site, each item with its place; ``invalid_names`` per section."""
+
+    files: list[SourceFile] = field(default_factory=list)
+    site: Located[Site] | None = None
+    items: dict[tuple[str, ...], list[Located[Any]]] = field(default_factory=dict)
+    invalid_names: dict[tuple[str, ...], set[str]] = field(default_factory=dict)
+
+    def section(self, path: tuple[str, ...]) -> list[Located[Any]]:
+        return self.items.get(path, [])
+
+    @property
+    def host_groups(self) -> list[Located[HostGroup]]:
+        return self.section(("host_groups",))
+
+    @property
+    def licenses(self) -> list[Located[LicensePool]]:
+        return self.section(("pools", "licenses"))
+
+    @property
+    def storage_pools(self) -> list[Located[StoragePool]]:
+        return self.section(("pools", "storage"))
+
+    @property
+    def counters(self) -> list[Located[CustomCounter]]:
+        return self.section(("pools", "counters"))
+
+    @property
+    def datasets(self) -> list[Located[Dataset]]:
+        return self.section(("datasets",))
+
+    @property
+    def caches(self) -> list[Located[Cache]]:
+        return self.section(("caches",))
+
+    @property
+    def volumes(self) -> list[Located[Volume]]:
+        return self.section(("volumes",))
+
+    @property
+    def quotas(self) -> list[Located[Quota]]:
+        return self.section(("quotas",))
+
+    @property
+    def providers(self) -> list[Located[Provider]]:
+        return self.section(("providers",))
+
+    @property
+    def proxies(self) -> list[Located[Proxy]]:
+        return self.section(("proxies",))
+
+
+def _check_version(src: SourceFile, problems: Problems) -> bool:
+    data = src.data
+    where = Where(src.path, ("version",))
+    if "version" not in data:
+        problems.error(
+            "XCE003",
+            "missing 'version:' key",
+            f"add 'version: {LANGUAGE_VERSION}' at the top of the file",
+            Where(src.path, line=1, column=1),
+        )
+        return False
+    v = data["version"]
+    if isinstance(v, bool) or not isinstance(v, int):
+        problems.error("XCE003", f"'version' must be a whole number, got {v!r}",
+                       f"write 'version: {LANGUAGE_VERSION}'", where)
+        return False
+    if v > LANGUAGE_VERSION:
+        problems.error(
+            "XCE004",
+            f"file is written for language version {v}; this compiler reads version "
+            f"{LANGUAGE_VERSION}",
+            "upgrade xce-gitops, or write the file for version 1",
+            where,
+        )
+        return False
+    if v < 1:
+        problems.error("XCE004", f"unknown language version {v}",
+                       f"write 'version: {LANGUAGE_VERSION}'", where)
+        return False
+    return True
+
+
+def _unknown_keys(data: dict[Any, Any], allowed: Sequence[str], base: Where,
+                  problems: Problems) -> None:
+    for key in data:
+        if key not in allowed:
+            hint = did_you_mean(str(key), allowed) or f"allowed keys here: {', '.join(allowed)}"
+            problems.error("XCE101", f"unknown key '{key}'", hint, base.child(str(key)).at_key())
+
+
+def _validate_list(doc: SiteDocument, src: SourceFile, path: tuple[str, ...], raw: Any,
+                   problems: Problems) -> None:
+    model = LIST_SECTIONS[path]
+    where = Where(src.path, path)
+    if raw is None:
+        return
+    if not isinstance(raw, list):
+        problems.error("XCE102", f"'{'.'.join(path)}' must be a list, got {type(raw).__name__}",
+                       "write each item on a line starting with '- '", where)
+        return
+    bucket = doc.items.setdefault(path, [])
+    invalid = doc.invalid_names.setdefault(path, set())
+    for i, item in enumerate(raw):
+        at = where.child(i)
+        try:
+            bucket.append(Located(model.model_validate(item), at))
+        except ValidationError as exc:
+            problems.extend(problems_from(exc, model, at))
+            if isinstance(item, dict) and isinstance(item.get("name"), str):
+                invalid.add(item["name"])
+
+
+def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> None:
+    data = src.data
+    if data is None:
+        problems.error("XCE005", "file is empty", f"start it with 'version: {LANGUAGE_VERSION}'",
+                       Where(src.path, line=1, column=1))
+        return
+    if not isinstance(data, dict):
+        problems.error("XCE005", f"the top of the file must be a mapping, got {type(data).__name__}",
+                       "write 'version: 1' and sections such as 'host_groups:'",
+                       Where(src.path, line=1, column=1))
+        return
+    if not _check_version(src, problems):
+        return
+    _unknown_keys(data, TOP_KEYS, Where(src.path), problems)
+    if "site" in data:
+        where = Where(src.path, ("site",))
+        if doc.site is not None:
+            problems.error("XCE302", "'site:' is defined twice", "keep one 'site:' section",
+                           where.at_key(), also=[doc.site.where.at_key()])
+        else:
+            try:
+                doc.site = Located(Site.model_validate(data["site"]), where)
+            except ValidationError as exc:
+                problems.extend(problems_from(exc, Site, where))
+    pools = data.get("pools")
+    if pools is not None:
+        if isinstance(pools, dict):
+            _unknown_keys(pools, POOL_KEYS, Where(src.path, ("pools",)), problems)
+        else:
+            problems.error("XCE102", "'pools' must be a mapping of licenses, storage, counters",
+                           "", Where(src.path, ("pools",)))
+            pools = {}
+    for path in LIST_SECTIONS:
+        raw = data.get(path[0]) if len(path) == 1 else (pools or {}).get(path[1])
+        _validate_list(doc, src, path, raw, problems)
+
+
+def build_document(files: Iterable[SourceFile], problems: Problems) -> SiteDocument:
+    doc = SiteDocument()
+    for src in files:
+        doc.files.append(src)
+        _validate_file(doc, src, problems)
+    return doc

@@ -1,0 +1,68 @@
+"""The ``site:`` section: identity, discovery policy, join deadline and plan safety (PR-4, P6)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from compiler.model.types import Amount, Description, Duration, Name, Strict
+
+ManagementLevel = Literal["observe", "report", "correct", "correct-destructive"]
+ENTRY_KINDS = (
+    "host",
+    "instance",
+    "counter",
+    "host-group",
+    "license",
+    "storage-pool",
+    "dataset",
+    "dataset-copy",
+    "volume",
+    "volume-dir",
+    "quota",
+)
+EntryKind = Literal[
+    "host",
+    "instance",
+    "counter",
+    "host-group",
+    "license",
+    "storage-pool",
+    "dataset",
+    "dataset-copy",
+    "volume",
+    "volume-dir",
+    "quota",
+]
+
+
+class Safety(Strict):
+    """octoDNS-style thresholds: a plan that changes too much at once is refused."""
+
+    max_changes: int = Field(default=1000, ge=0)
+    min_entries: int = Field(default=20, ge=0)
+    max_delete_fraction: dict[EntryKind | Literal["default"], float] = Field(
+        default_factory=lambda: {"default": 0.25}
+    )
+
+
+class HostDefaults(Strict):
+    counters: dict[Name, Amount] = Field(default_factory=dict)
+    features: list[Name] = Field(default_factory=list)
+
+
+class SiteDefaults(Strict):
+    host: HostDefaults = Field(default_factory=HostDefaults)
+
+
+class Site(Strict):
+    name: Name
+    description: Description = ""
+    discovery: Literal["report", "admit", "reject"] = "report"
+    join_deadline: Duration = 1800
+    release_orphans: bool = True
+    defaults: SiteDefaults = Field(default_factory=SiteDefaults)
+    management: dict[EntryKind, ManagementLevel] = Field(default_factory=dict)
+    safety: Safety = Field(default_factory=Safety)
+    protected: list[str] = Field(default_factory=list)

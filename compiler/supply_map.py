@@ -1,0 +1,139 @@
+"""The supply map (PR-1): one entry per resource at a location, keyed by a stable id.
+
+This is the contract between the compiler (desired map) and the reconciler (live map,
+plan). Entries are plain frozen data; maps are dicts keyed by id so every later stage
+works per entry and never needs to deep-diff whole maps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.canonical import digest_of, dumps
+
+SCHEMA_VERSION = 1
+
+# Entry sources (PR-1, PR-4).
+SOURCES = ("config", "provisioned", "provisioner", "reporter", "discovered")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One supply-map entry; ``amount`` is in base units (bytes, counts, seconds)."""
+
+    id: str
+    kind: str
+    state: str
+    source: str
+    provider: str | None = None
+    location: str | None = None
+    amount: int | None = None
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    spec: Mapping[str, Any] = field(default_factory=dict)
+    owner: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind,
+            "state": self.state,
+            "source": self.source,
+            "provider": self.provider,
+        }
+        if self.location is not None:
+            doc["location"] = self.location
+        if self.amount is not None:
+            doc["amount"] = self.amount
+        if self.attributes:
+            doc["attributes"] = dict(self.attributes)
+        if self.spec:
+            doc["spec"] = dict(self.spec)
+        if self.owner is not None:
+            doc["owner"] = self.owner
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Entry:
+        return cls(
+            id=doc["id"],
+            kind=doc["kind"],
+            state=doc["state"],
+            source=doc["source"],
+            provider=doc.get("provider"),
+            location=doc.get("location"),
+            amount=doc.get("amount"),
+            attributes=doc.get("attributes") or {},
+            spec=doc.get("spec") or {},
+            owner=doc.get("owner"),
+        )
+
+
+def entries_json(entries: Iterable[Entry]) -> list[dict[str, Any]]:
+    """Entries as JSON objects sorted by id (BRIEF §3)."""
+    return [e.to_json() for e in sorted(entries, key=lambda e: e.id)]
+
+
+@dataclass(frozen=True, slots=True)
+class SupplyMap:
+    """A desired or live supply map.
+
+    ``settings`` carries the site's planning policy (discovery, join deadline, safety
+    thresholds, management levels, protected ids) so that a saved map is self-contained.
+    A live map has ``unknown`` (provider -> reason) for providers that did not answer
+    fully: their entries are unknown, never absent.
+    """
+
+    entries: dict[str, Entry]
+    site: str = ""
+    owner: str = ""
+    revision: str | None = None
+    dirty: bool = False
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    unknown: Mapping[str, str] = field(default_factory=dict)
+    generations: Mapping[str, int] = field(default_factory=dict)
+
+    def content_digest(self, entries: list[dict[str, Any]] | None = None) -> str:
+        """Digest of entries and settings only: no revision, no timestamps."""
+        if entries is None:
+            entries = entries_json(self.entries.values())
+        return digest_of({"entries": entries, "settings": self.settings})
+
+    def to_json(self) -> dict[str, Any]:
+        entries = entries_json(self.entries.values())
+        doc: dict[str, Any] = {
+            "schema": SCHEMA_VERSION,
+            "site": self.site,
+            "owner": self.owner,
+            "revision": self.revision,
+            "dirty": self.dirty,
+            "digest": self.content_digest(entries),
+            "settings": dict(self.settings),
+            "entries": entries,
+        }
+        if self.unknown:
+            doc["unknown"] = dict(self.unknown)
+        if self.generations:
+            doc["generations"] = dict(self.generations)
+        return doc
+
+    def dumps(self) -> bytes:
+        return dumps(self.to_json())
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> SupplyMap:
+        entries = {}
+        for raw in doc.get("entries", []):
+            e = Entry.from_json(raw)
+            entries[e.id] = e
+        return cls(
+            entries=entries,
+            site=doc.get("site", ""),
+            owner=doc.get("owner", ""),
+            revision=doc.get("revision"),
+            dirty=bool(doc.get("dirty", False)),
+            settings=doc.get("settings") or {},
+            unknown=doc.get("unknown") or {},
+            generations=doc.get("generations") or {},
+        )

@@ -1,0 +1,213 @@
+"""Reading YAML fast, and finding lines only where a problem needs them.
+
+Every file is loaded with ruamel.yaml's safe loader on its C parser (no line
+information, no round-trip cost). Problems carry a YAML path; ``Locator`` composes only
+the files that have problems (C composer, nodes with marks) to turn those paths into
+line and column. Duplicate keys and syntax errors are found with marks directly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from compiler.problems import Problem, Problems, Where, YPath
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def _safe_yaml() -> YAML:
+    y = YAML(typ="safe", pure=False)
+    y.allow_duplicate_keys = False
+    return y
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """One loaded YAML document: its display path (relative to the site) and its data."""
+
+    path: str
+    abspath: Path
+    data: Any
+
+
+def find_yaml_files(root: Path) -> list[Path]:
+    """All YAML files below ``root``, sorted, skipping hidden folders (``.git``, ``.xce``)."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in filenames:
+            if name.endswith(YAML_SUFFIXES) and not name.startswith("."):
+                found.append(Path(dirpath) / name)
+    return sorted(found)
+
+
+def display_path(path: Path, root: Path) -> str:
+    """Paths in messages are relative to where the user ran the command when possible."""
+    try:
+        return os.path.relpath(path, Path.cwd())
+    except ValueError:  # pragma: no cover - other drive on Windows
+        return str(path)
+
+
+def _mark_where(file: str, err: MarkedYAMLError) -> Where:
+    mark = err.problem_mark or err.context_mark
+    if mark is None:
+        return Where(file, line=1, column=1)
+    return Where(file, line=mark.line + 1, column=mark.column + 1)
+
+
+def _duplicate_keys(text: str, file: str) -> list[Problem]:
+    """Every duplicate key of a document (the loader stops at the first)."""
+    try:
+        node = _safe_yaml().compose(text)
+    except YAMLError:
+        return []
+    out: list[Problem] = []
+    for mapping in _mappings(node):
+        seen: dict[Any, ScalarNode] = {}
+        for knode, _ in mapping.value:
+            if not isinstance(knode, ScalarNode):
+                continue
+            if knode.value in seen:
+                first = seen[knode.value]
+                out.append(
+                    Problem(
+                        "XCE002",
+                        f"duplicate key '{knode.value}' in the same mapping",
+                        "remove one of them or merge their contents; YAML keeps only one",
+                        Where(file, line=knode.start_mark.line + 1, column=knode.start_mark.column + 1),
+                        also=(
+                            Where(
+                                file,
+                                line=first.start_mark.line + 1,
+                                column=first.start_mark.column + 1,
+                            ),
+                        ),
+                    )
+                )
+            else:
+                seen[knode.value] = knode
+    return out
+
+
+def _mappings(node: Node | None) -> Iterator[MappingNode]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, MappingNode):
+            yield n
+            for k, v in n.value:
+                stack.extend((k, v))
+        elif isinstance(n, SequenceNode):
+            stack.extend(n.value)
+
+
+def load_file(path: Path, shown: str, problems: Problems) -> SourceFile | None:
+    """Load one file; on failure report where and return None."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        problems.error(
+            "XCE001",
+            f"file is not valid UTF-8 (byte {err.start})",
+            "save the file as UTF-8",
+            Where(shown, line=1, column=1),
+        )
+        return None
+    except OSError as err:
+        problems.error("XCE006", f"cannot read file: {err.strerror}", "", Where(shown))
+        return None
+    if "\x00" in text:
+        problems.error(
+            "XCE001", "file contains a NUL byte", "save it as a text file", Where(shown, line=1, column=1)
+        )
+        return None
+    try:
+        data = _safe_yaml().load(text)
+    except MarkedYAMLError as err:
+        dups = _duplicate_keys(text, shown)
+        if dups:
+            problems.extend(dups)
+        else:
+            what = err.problem or err.context or "invalid YAML"
+            problems.error(
+                "XCE001",
+                f"YAML syntax error: {what}",
+                "check indentation, quoting and brackets around this place",
+                _mark_where(shown, err),
+            )
+        return None
+    except (YAMLError, RecursionError, ValueError, TypeError) as err:
+        problems.error(
+            "XCE001", f"YAML error: {err}", "check the file's syntax", Where(shown, line=1, column=1)
+        )
+        return None
+    return SourceFile(shown, path, data)
+
+
+class Locator:
+    """Resolves ``Where.ypath`` to line and column by composing only the files that need it."""
+
+    def __init__(self, files: Iterable[SourceFile] = ()) -> None:
+        self._paths: dict[str, Path] = {f.path: f.abspath for f in files}
+        self._nodes: dict[str, Node | None] = {}
+
+    def register(self, shown: str, path: Path) -> None:
+        self._paths[shown] = path
+
+    def _root(self, file: str) -> Node | None:
+        if file not in self._nodes:
+            path = self._paths.get(file)
+            node: Node | None = None
+            if path is not None:
+                try:
+                    node = _safe_yaml().compose(path.read_text(encoding="utf-8"))
+                except (OSError, YAMLError, UnicodeDecodeError):
+                    node = None
+            self._nodes[file] = node
+        return self._nodes[file]
+
+    def locate(self, where: Where) -> Where:
+        if where.line is not None:
+            return where
+        node = self._root(where.file)
+        if node is None:
+            return replace(where, line=1, column=1)
+        target, key_node = _walk(node, where.ypath)
+        chosen = key_node if (where.key and key_node is not None) else target
+        mark = chosen.start_mark
+        return replace(where, line=mark.line + 1, column=mark.column + 1)
+
+    def locate_all(self, problems: Iterable[Problem]) -> list[Problem]:
+        out = []
+        for p in problems:
+            where = self.locate(p.where) if p.where is not None else None
+            also = tuple(self.locate(w) for w in p.also)
+            out.append(replace(p, where=where, also=also))
+        return sorted(out, key=Problem.sort_key)
+
+
+def _walk(node: Node, ypath: YPath) -> tuple[Node, Node | None]:
+    """Follow a YAML path as far as it exists; return the deepest node and its key node."""
+    key_node: Node | None = None
+    for part in ypath:
+        if isinstance(node, MappingNode):
+            for k, v in node.value:
+                if isinstance(k, ScalarNode) and str(k.value) == str(part):
+                    key_node, node = k, v
+                    break
+            else:
+                return node, key_node
+        elif isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            key_node, node = None, node.value[part]
+        else:
+            return node, key_node
+    return node, key_node

@@ -1,0 +1,1 @@
+"""xce-gitops reconciler: live supply map from providers, plan, apply, drift."""

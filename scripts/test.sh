@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite: set up, start a real PostgreSQL, lint, type-check, test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$PWD/.venv/bin:$PATH"
+
+pg_started=""
+cleanup() { if [ -n "$pg_started" ]; then bash scripts/postgres.sh stop >/dev/null 2>&1 || true; fi; }
+trap cleanup EXIT
+if [ -z "${XCE_TEST_PG_URL:-}" ]; then
+  eval "$(bash scripts/postgres.sh start)"
+  pg_started=1
+fi
+echo "PostgreSQL for tests: ${XCE_TEST_PG_URL%%\?*}"
+
+echo "== ruff"; ruff check compiler reconciler tests benchmarks
+echo "== mypy (strict)"; mypy
+echo "== pytest"; pytest -n 2 -p no:cacheprovider "$@"
