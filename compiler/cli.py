@@ -24,12 +24,18 @@ def parser() -> argparse.ArgumentParser:
         prog="xce-compile",
         description="Validate a site-config folder and compile the desired supply map.",
     )
-    p.add_argument("site", nargs="?", default="site-config", type=Path,
-                   help="site-config folder (default: site-config)")
+    p.add_argument(
+        "site",
+        nargs="?",
+        default="site-config",
+        type=Path,
+        help="site-config folder (default: site-config)",
+    )
     p.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: build)")
     p.add_argument("--format", choices=FORMATS, default="text", help="how to print problems")
-    p.add_argument("--schema", action="store_true",
-                   help="print the JSON Schema of a site-config file and exit")
+    p.add_argument(
+        "--schema", action="store_true", help="print the JSON Schema of a site-config file and exit"
+    )
     return p
 
 
@@ -47,9 +53,14 @@ def _body(argv: list[str] | None) -> int:
         return EXIT_ERROR
     revision = site_revision(args.site)
     supply = compiled.supply_map
-    supply = type(supply)(entries=supply.entries, site=supply.site, owner=supply.owner,
-                          revision=revision.commit, dirty=revision.dirty,
-                          settings=supply.settings)
+    supply = type(supply)(
+        entries=supply.entries,
+        site=supply.site,
+        owner=supply.owner,
+        revision=revision.commit,
+        dirty=revision.dirty,
+        settings=supply.settings,
+    )
     documents = {
         "supply-map.json": supply.dumps(),
         "bindings.json": dumps(compiled.bindings),

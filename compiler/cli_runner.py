@@ -47,7 +47,7 @@ def run_cli(prog: str, body: Callable[[], int]) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_ERROR
-    except Exception as exc:  # noqa: BLE001 - the bug path: one line plus a report file
+    except Exception as exc:
         path = write_crash_report(prog, exc)
         sys.stderr.write(
             f"{prog}: internal error ({type(exc).__name__}); this is a bug in xce-gitops. "

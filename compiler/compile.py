@@ -35,14 +35,21 @@ class Compiled:
 def load_site(site_dir: Path, problems: Problems) -> list[SourceFile]:
     """Every YAML file under the site folder, fast-loaded; unreadable ones become problems."""
     if not site_dir.is_dir():
-        problems.error("XCE006", f"site folder '{site_dir}' does not exist",
-                       "give the folder that holds the site-config YAML files",
-                       subject=str(site_dir))
+        problems.error(
+            "XCE006",
+            f"site folder '{site_dir}' does not exist",
+            "give the folder that holds the site-config YAML files",
+            subject=str(site_dir),
+        )
         return []
     paths = find_yaml_files(site_dir)
     if not paths:
-        problems.error("XCE006", f"no YAML files (*.yaml, *.yml) under '{site_dir}'",
-                       "point xce-compile at the site-config folder", subject=str(site_dir))
+        problems.error(
+            "XCE006",
+            f"no YAML files (*.yaml, *.yml) under '{site_dir}'",
+            "point xce-compile at the site-config folder",
+            subject=str(site_dir),
+        )
     files = []
     for path in paths:
         src = load_file(path, display_path(path, site_dir), problems)
@@ -78,17 +85,21 @@ def check_document(doc: SiteDocument, problems: Problems) -> Any:
     return hosts
 
 
-def compile_files(files: list[SourceFile], problems: Problems,
-                  complete: bool = True) -> Compiled | None:
+def compile_files(
+    files: list[SourceFile], problems: Problems, complete: bool = True
+) -> Compiled | None:
     """Validate and emit; ``complete=False`` (a file did not load) skips cross-file checks,
     whose "unknown name" findings would only echo the unreadable file."""
     doc = build_document(files, problems)
     if not complete:
         return None
     if doc.site is None and files:
-        problems.error("XCE105", "no 'site:' section in any file",
-                       "add a 'site:' section with at least 'name:' to one file",
-                       Where(files[0].path, line=1, column=1))
+        problems.error(
+            "XCE105",
+            "no 'site:' section in any file",
+            "add a 'site:' section with at least 'name:' to one file",
+            Where(files[0].path, line=1, column=1),
+        )
     hosts = check_document(doc, problems)
     if problems.has_errors or doc.site is None:
         return None
@@ -99,8 +110,7 @@ def compile_files(files: list[SourceFile], problems: Problems,
     emit_datasets(doc, ctx)
     emit_volumes(doc, ctx)
     entries = {e.id: e for e in ctx.entries}
-    supply = SupplyMap(entries=entries, site=site.name, owner=ctx.owner,
-                       settings=settings_of(site))
+    supply = SupplyMap(entries=entries, site=site.name, owner=ctx.owner, settings=settings_of(site))
     return Compiled(supply, build_bindings(doc), doc)
 
 

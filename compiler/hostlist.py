@@ -107,7 +107,9 @@ def _normalise_term(term: str, offset: int) -> str:
         ch = term[i]
         if ch == "[":
             end = term.index("]", i)
-            out.append("[" + _clustershell_ranges(_parse_ranges(term[i + 1 : end], offset + i + 1)) + "]")
+            out.append(
+                "[" + _clustershell_ranges(_parse_ranges(term[i + 1 : end], offset + i + 1)) + "]"
+            )
             i = end + 1
         elif _NAME_CHARS.match(ch):
             out.append(ch)

@@ -31,8 +31,13 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def write_outputs(out_dir: Path, documents: Mapping[str, bytes], revision: Revision,
-                  site: str, desired_digest: str) -> dict[str, Any]:
+def write_outputs(
+    out_dir: Path,
+    documents: Mapping[str, bytes],
+    revision: Revision,
+    site: str,
+    desired_digest: str,
+) -> dict[str, Any]:
     """Write every output, then the manifest naming each one's digest (no timestamps)."""
     manifest: dict[str, Any] = {
         "schema": MANIFEST_SCHEMA,

@@ -120,4 +120,4 @@ RENDERERS = {
 def render(problems: Sequence[Problem], fmt: str, style: Style | None = None) -> str:
     if fmt == "text":
         return render_text(problems, style)
-    return RENDERERS[fmt](problems)  # type: ignore[operator]
+    return RENDERERS[fmt](problems)

@@ -21,8 +21,10 @@ def site_file_schema() -> dict[str, Any]:
     model = create_model(
         "SiteConfigFile",
         __base__=Strict,
-        version=(int, Field(description="language version of this file", ge=1,
-                            le=LANGUAGE_VERSION)),
+        version=(
+            int,
+            Field(description="language version of this file", ge=1, le=LANGUAGE_VERSION),
+        ),
         site=(Site | None, None),
         host_groups=(list[HostGroup], []),
         pools=(Pools | None, None),
@@ -32,8 +34,10 @@ def site_file_schema() -> dict[str, Any]:
         quotas=(list[Quota], []),
         providers=(list[Provider], []),
         proxies=(list[Proxy], []),
-        policy=(dict[str, Any] | None, Field(None, description="site extensions of the "
-                                             "opcode policies, see docs/policies.md")),
+        policy=(
+            dict[str, Any] | None,
+            Field(None, description="site extensions of the opcode policies, see docs/policies.md"),
+        ),
     )
     schema = model.model_json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"

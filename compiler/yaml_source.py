@@ -83,7 +83,9 @@ def _duplicate_keys(text: str, file: str) -> list[Problem]:
                         "XCE002",
                         f"duplicate key '{knode.value}' in the same mapping",
                         "remove one of them or merge their contents; YAML keeps only one",
-                        Where(file, line=knode.start_mark.line + 1, column=knode.start_mark.column + 1),
+                        Where(
+                            file, line=knode.start_mark.line + 1, column=knode.start_mark.column + 1
+                        ),
                         also=(
                             Where(
                                 file,
@@ -127,7 +129,10 @@ def load_file(path: Path, shown: str, problems: Problems) -> SourceFile | None:
         return None
     if "\x00" in text:
         problems.error(
-            "XCE001", "file contains a NUL byte", "save it as a text file", Where(shown, line=1, column=1)
+            "XCE001",
+            "file contains a NUL byte",
+            "save it as a text file",
+            Where(shown, line=1, column=1),
         )
         return None
     try:
@@ -147,7 +152,10 @@ def load_file(path: Path, shown: str, problems: Problems) -> SourceFile | None:
         return None
     except (YAMLError, RecursionError, ValueError, TypeError) as err:
         problems.error(
-            "XCE001", f"YAML error: {err}", "check the file's syntax", Where(shown, line=1, column=1)
+            "XCE001",
+            f"YAML error: {err}",
+            "check the file's syntax",
+            Where(shown, line=1, column=1),
         )
         return None
     return SourceFile(shown, path, data)
@@ -206,7 +214,9 @@ def _walk(node: Node, ypath: YPath) -> tuple[Node, Node | None]:
                     break
             else:
                 return node, key_node
-        elif isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+        elif (
+            isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value)
+        ):
             key_node, node = None, node.value[part]
         else:
             return node, key_node

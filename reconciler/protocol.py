@@ -52,7 +52,9 @@ class Request:
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Request:
         if not isinstance(doc, Mapping) or not isinstance(doc.get("verb"), str):
-            raise ProviderError(ErrorCode.INVALID_ARGUMENT, "request must be an object with a 'verb'")
+            raise ProviderError(
+                ErrorCode.INVALID_ARGUMENT, "request must be an object with a 'verb'"
+            )
         return cls(
             verb=doc["verb"],
             op_id=str(doc.get("op_id") or ""),
@@ -115,7 +117,9 @@ class Reply:
             code = ErrorCode.INTERNAL
         retry = err.get("retryable")
         return cls.failure(
-            ProviderError(code, str(err.get("message", "")), retry if isinstance(retry, bool) else None)
+            ProviderError(
+                code, str(err.get("message", "")), retry if isinstance(retry, bool) else None
+            )
         )
 
 
@@ -139,4 +143,6 @@ def resolve_secret(reference: str) -> str:
             raise ProviderError(
                 ErrorCode.FAILED_PRECONDITION, f"secret reference file:{name}: {err.strerror}"
             ) from err
-    raise ProviderError(ErrorCode.INVALID_ARGUMENT, "secret must be a reference (env:NAME or file:PATH)")
+    raise ProviderError(
+        ErrorCode.INVALID_ARGUMENT, "secret must be a reference (env:NAME or file:PATH)"
+    )

@@ -70,7 +70,7 @@ def check_caches(doc: SiteDocument, index: Index, problems: Problems) -> None:
                     "XCE305",
                     f"no cache is declared at '{copy.location}' for a copy of "
                     f"{d.item.name}@{d.item.version}",
-                    f"add a 'caches:' item with location: {copy.location}, its capacity and provider",
+                    f"add a 'caches:' item for {copy.location} with its capacity and provider",
                     at.child("location"),
                 )
                 continue

@@ -77,8 +77,9 @@ def expand_hosts(groups: list[Located[HostGroup]], problems: Problems) -> HostTa
     return table
 
 
-def _check_overrides(loc: Located[HostGroup], hosts: set[str], table: HostTable,
-                     problems: Problems) -> None:
+def _check_overrides(
+    loc: Located[HostGroup], hosts: set[str], table: HostTable, problems: Problems
+) -> None:
     g = loc.item
     per_group: dict[str, list[str]] = {}
     for expr in g.overrides:

@@ -64,15 +64,22 @@ class Index:
 def build_index(doc: SiteDocument, problems: Problems) -> Index:
     inv = doc.invalid_names
     return Index(
-        groups=_collect("host group", doc.host_groups, lambda i: i.name, problems,
-                        inv.get(("host_groups",))),
-        pools=_collect("pool", [*doc.licenses, *doc.storage_pools], lambda i: i.name, problems,
-                       inv.get(("pools", "licenses"), set()) | inv.get(("pools", "storage"), set())),
+        groups=_collect(
+            "host group", doc.host_groups, lambda i: i.name, problems, inv.get(("host_groups",))
+        ),
+        pools=_collect(
+            "pool",
+            [*doc.licenses, *doc.storage_pools],
+            lambda i: i.name,
+            problems,
+            inv.get(("pools", "licenses"), set()) | inv.get(("pools", "storage"), set()),
+        ),
         datasets=_collect("dataset", doc.datasets, lambda i: f"{i.name}@{i.version}", problems),
         caches=_collect("cache at", doc.caches, lambda i: i.location, problems),
         volumes=_collect("volume", doc.volumes, lambda i: i.name, problems, inv.get(("volumes",))),
-        providers=_collect("provider", doc.providers, lambda i: i.name, problems,
-                           inv.get(("providers",))),
+        providers=_collect(
+            "provider", doc.providers, lambda i: i.name, problems, inv.get(("providers",))
+        ),
         proxies=_collect("proxy", doc.proxies, lambda i: i.name, problems, inv.get(("proxies",))),
         counters=_collect("counter", doc.counters, lambda i: f"{i.name}@{i.location}", problems),
     )

@@ -41,16 +41,31 @@ def _check_kind(index: Index, use: str, name: str, where: Where, problems: Probl
 def check_provider_kinds(doc: SiteDocument, index: Index, problems: Problems) -> None:
     for g in doc.host_groups:
         if g.item.provisioned is not None:
-            _check_kind(index, "provisioned group", g.item.provisioned.provider,
-                        g.where.child("provisioned", "provider"), problems)
+            _check_kind(
+                index,
+                "provisioned group",
+                g.item.provisioned.provider,
+                g.where.child("provisioned", "provider"),
+                problems,
+            )
     for lic in doc.licenses:
         if lic.item.borrow is not None:
-            _check_kind(index, "license borrowing", lic.item.borrow.provider,
-                        lic.where.child("borrow", "provider"), problems)
+            _check_kind(
+                index,
+                "license borrowing",
+                lic.item.borrow.provider,
+                lic.where.child("borrow", "provider"),
+                problems,
+            )
     for d in doc.datasets:
         for i, copy in enumerate(d.item.copies):
-            _check_kind(index, "dataset copy", copy.provider,
-                        d.where.child("copies", i, "provider"), problems)
+            _check_kind(
+                index,
+                "dataset copy",
+                copy.provider,
+                d.where.child("copies", i, "provider"),
+                problems,
+            )
     for c in doc.caches:
         _check_kind(index, "cache", c.item.provider, c.where.child("provider"), problems)
     for v in doc.volumes:

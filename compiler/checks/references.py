@@ -19,8 +19,9 @@ def _ref(ns: Namespace, name: str, where: Where, problems: Problems) -> bool:
     return False
 
 
-def check_location(text: str, where: Where, index: Index, hosts: HostTable,
-                   problems: Problems) -> bool:
+def check_location(
+    text: str, where: Where, index: Index, hosts: HostTable, problems: Problems
+) -> bool:
     """A location is ``site``, ``group/<g>``, ``pool/<p>`` or ``host/<h>``."""
     if text == "site":
         return True
@@ -44,13 +45,16 @@ def check_location(text: str, where: Where, index: Index, hosts: HostTable,
     return False
 
 
-def check_references(doc: SiteDocument, index: Index, hosts: HostTable,
-                     problems: Problems) -> None:
+def check_references(doc: SiteDocument, index: Index, hosts: HostTable, problems: Problems) -> None:
     prov = index.providers
     for g in doc.host_groups:
         if g.item.provisioned is not None:
-            _ref(prov, g.item.provisioned.provider, g.where.child("provisioned", "provider"),
-                 problems)
+            _ref(
+                prov,
+                g.item.provisioned.provider,
+                g.where.child("provisioned", "provider"),
+                problems,
+            )
     for lic in doc.licenses:
         if lic.item.borrow is not None:
             _ref(prov, lic.item.borrow.provider, lic.where.child("borrow", "provider"), problems)
@@ -61,9 +65,9 @@ def check_references(doc: SiteDocument, index: Index, hosts: HostTable,
             at = d.where.child("copies", i)
             _ref(prov, copy.provider, at.child("provider"), problems)
             check_location(copy.location, at.child("location"), index, hosts, problems)
-    for c in doc.caches:
-        _ref(prov, c.item.provider, c.where.child("provider"), problems)
-        check_location(c.item.location, c.where.child("location"), index, hosts, problems)
+    for cache in doc.caches:
+        _ref(prov, cache.item.provider, cache.where.child("provider"), problems)
+        check_location(cache.item.location, cache.where.child("location"), index, hosts, problems)
     for v in doc.volumes:
         _ref(prov, v.item.provider, v.where.child("provider"), problems)
         for i, group in enumerate(v.item.mounted_by):

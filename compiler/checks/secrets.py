@@ -20,8 +20,10 @@ def _walk_params(params: Mapping[str, Any], where: Where, problems: Problems) ->
         at = where.child(key)
         if isinstance(value, Mapping):
             _walk_params(value, at, problems)
-        elif SECRET_KEY_RE.search(str(key)) and isinstance(value, str | int) and not (
-            isinstance(value, str) and SECRET_REF_RE.match(value)
+        elif (
+            SECRET_KEY_RE.search(str(key))
+            and isinstance(value, str | int)
+            and not (isinstance(value, str) and SECRET_REF_RE.match(value))
         ):
             problems.error(
                 "XCE407",

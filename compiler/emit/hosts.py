@@ -23,8 +23,9 @@ def _host_overrides(group: HostGroup, table: HostTable) -> dict[str, list[HostOv
     return per_host
 
 
-def emit_hosts(doc: SiteDocument, site: Site, table: HostTable, mounts: dict[str, list[str]],
-               ctx: EmitContext) -> None:
+def emit_hosts(
+    doc: SiteDocument, site: Site, table: HostTable, mounts: dict[str, list[str]], ctx: EmitContext
+) -> None:
     defaults = site.defaults.host
     for loc in doc.host_groups:
         g = loc.item
@@ -74,13 +75,39 @@ def emit_hosts(doc: SiteDocument, site: Site, table: HostTable, mounts: dict[str
                 if ov.switch is not None:
                     attrs["switch"] = ov.switch
                 host_counters = {**host_counters, **ov.counters}
-            ctx.add(Entry(f"host/{h}", "host", "available", source, ctx.controller, None, None,
-                          attrs, spec, ctx.owner))
+            ctx.add(
+                Entry(
+                    f"host/{h}",
+                    "host",
+                    "available",
+                    source,
+                    ctx.controller,
+                    None,
+                    None,
+                    attrs,
+                    spec,
+                    ctx.owner,
+                )
+            )
             if prov is not None:
-                ctx.add(Entry(f"instance/{h}", "instance", "available", "provisioned",
-                              prov.provider, None, None, {"group": g.name},
-                              {"template": prov.template, "group": g.name,
-                               "join_deadline": spec["join_deadline"]}, ctx.owner))
+                ctx.add(
+                    Entry(
+                        f"instance/{h}",
+                        "instance",
+                        "available",
+                        "provisioned",
+                        prov.provider,
+                        None,
+                        None,
+                        {"group": g.name},
+                        {
+                            "template": prov.template,
+                            "group": g.name,
+                            "join_deadline": spec["join_deadline"],
+                        },
+                        ctx.owner,
+                    )
+                )
             location = f"host/{h}"
             for name, amount in host_counters.items():
                 ctx.controlled(f"counter/{name}@{location}", "counter", amount, location=location)

@@ -14,8 +14,16 @@ def emit_pools(doc: SiteDocument, ctx: EmitContext) -> None:
             spec = {"borrow_max": p.borrow.max, "borrow_provider": p.borrow.provider}
         ctx.controlled(f"license/{p.name}@site", "license", p.amount, location="site", spec=spec)
     for sp in doc.storage_pools:
-        ctx.controlled(f"storage-pool/{sp.item.name}", "storage-pool", sp.item.capacity,
-                       location=f"pool/{sp.item.name}")
+        ctx.controlled(
+            f"storage-pool/{sp.item.name}",
+            "storage-pool",
+            sp.item.capacity,
+            location=f"pool/{sp.item.name}",
+        )
     for c in doc.counters:
-        ctx.controlled(f"counter/{c.item.name}@{c.item.location}", "counter", c.item.amount,
-                       location=c.item.location)
+        ctx.controlled(
+            f"counter/{c.item.name}@{c.item.location}",
+            "counter",
+            c.item.amount,
+            location=c.item.location,
+        )

@@ -41,13 +41,27 @@ def emit_volumes(doc: SiteDocument, ctx: EmitContext) -> None:
             v = volumes[target]
             if scope == "user":
                 users[target].add(subject)
-            ctx.add(Entry(f"quota/{target}/{scope}/{subject}", "quota", "available", "config",
-                          v.provider, f"volume/{target}", limit,
-                          spec={"scope": scope, "subject": subject, "path": v.path},
-                          owner=ctx.owner))
+            ctx.add(
+                Entry(
+                    f"quota/{target}/{scope}/{subject}",
+                    "quota",
+                    "available",
+                    "config",
+                    v.provider,
+                    f"volume/{target}",
+                    limit,
+                    spec={"scope": scope, "subject": subject, "path": v.path},
+                    owner=ctx.owner,
+                )
+            )
         elif kind == "pool":
-            ctx.controlled(f"quota/{target}/{scope}/{subject}", "quota", limit,
-                           location=f"pool/{target}", spec={"scope": scope, "subject": subject})
+            ctx.controlled(
+                f"quota/{target}/{scope}/{subject}",
+                "quota",
+                limit,
+                location=f"pool/{target}",
+                spec={"scope": scope, "subject": subject},
+            )
     for name, v in volumes.items():
         spec: dict[str, object] = {
             "path": v.path,
@@ -62,11 +76,31 @@ def emit_volumes(doc: SiteDocument, ctx: EmitContext) -> None:
         used_by = v.used_by.model_dump(exclude_defaults=True)
         if used_by:
             attrs["used_by"] = {k: sorted(x) for k, x in used_by.items()}
-        ctx.add(Entry(f"volume/{name}", "volume", "available", "config", v.provider, None,
-                      v.capacity, attrs, spec, ctx.owner))
+        ctx.add(
+            Entry(
+                f"volume/{name}",
+                "volume",
+                "available",
+                "config",
+                v.provider,
+                None,
+                v.capacity,
+                attrs,
+                spec,
+                ctx.owner,
+            )
+        )
         for user in sorted(users[name]):
-            ctx.add(Entry(f"volume-dir/{name}/{user}", "volume-dir", "available", "config",
-                          v.provider, f"volume/{name}", None,
-                          spec={"path": f"{v.path}/{user}", "mode": v.user_dirs.mode,
-                                "owner": user},
-                          owner=ctx.owner))
+            ctx.add(
+                Entry(
+                    f"volume-dir/{name}/{user}",
+                    "volume-dir",
+                    "available",
+                    "config",
+                    v.provider,
+                    f"volume/{name}",
+                    None,
+                    spec={"path": f"{v.path}/{user}", "mode": v.user_dirs.mode, "owner": user},
+                    owner=ctx.owner,
+                )
+            )

@@ -51,8 +51,19 @@ LIST_SECTIONS: dict[tuple[str, ...], type[BaseModel]] = {
     ("providers",): Provider,
     ("proxies",): Proxy,
 }
-TOP_KEYS = ("version", "site", "host_groups", "pools", "datasets", "caches", "volumes",
-            "quotas", "providers", "proxies", "policy")
+TOP_KEYS = (
+    "version",
+    "site",
+    "host_groups",
+    "pools",
+    "datasets",
+    "caches",
+    "volumes",
+    "quotas",
+    "providers",
+    "proxies",
+    "policy",
+)
 POOL_KEYS = ("licenses", "storage", "counters")
 
 
@@ -122,8 +133,12 @@ def _check_version(src: SourceFile, problems: Problems) -> bool:
         return False
     v = data["version"]
     if isinstance(v, bool) or not isinstance(v, int):
-        problems.error("XCE003", f"'version' must be a whole number, got {v!r}",
-                       f"write 'version: {LANGUAGE_VERSION}'", where)
+        problems.error(
+            "XCE003",
+            f"'version' must be a whole number, got {v!r}",
+            f"write 'version: {LANGUAGE_VERSION}'",
+            where,
+        )
         return False
     if v > LANGUAGE_VERSION:
         problems.error(
@@ -135,29 +150,36 @@ def _check_version(src: SourceFile, problems: Problems) -> bool:
         )
         return False
     if v < 1:
-        problems.error("XCE004", f"unknown language version {v}",
-                       f"write 'version: {LANGUAGE_VERSION}'", where)
+        problems.error(
+            "XCE004", f"unknown language version {v}", f"write 'version: {LANGUAGE_VERSION}'", where
+        )
         return False
     return True
 
 
-def _unknown_keys(data: dict[Any, Any], allowed: Sequence[str], base: Where,
-                  problems: Problems) -> None:
+def _unknown_keys(
+    data: dict[Any, Any], allowed: Sequence[str], base: Where, problems: Problems
+) -> None:
     for key in data:
         if key not in allowed:
             hint = did_you_mean(str(key), allowed) or f"allowed keys here: {', '.join(allowed)}"
             problems.error("XCE101", f"unknown key '{key}'", hint, base.child(str(key)).at_key())
 
 
-def _validate_list(doc: SiteDocument, src: SourceFile, path: tuple[str, ...], raw: Any,
-                   problems: Problems) -> None:
+def _validate_list(
+    doc: SiteDocument, src: SourceFile, path: tuple[str, ...], raw: Any, problems: Problems
+) -> None:
     model = LIST_SECTIONS[path]
     where = Where(src.path, path)
     if raw is None:
         return
     if not isinstance(raw, list):
-        problems.error("XCE102", f"'{'.'.join(path)}' must be a list, got {type(raw).__name__}",
-                       "write each item on a line starting with '- '", where)
+        problems.error(
+            "XCE102",
+            f"'{'.'.join(path)}' must be a list, got {type(raw).__name__}",
+            "write each item on a line starting with '- '",
+            where,
+        )
         return
     bucket = doc.items.setdefault(path, [])
     invalid = doc.invalid_names.setdefault(path, set())
@@ -174,13 +196,20 @@ def _validate_list(doc: SiteDocument, src: SourceFile, path: tuple[str, ...], ra
 def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> None:
     data = src.data
     if data is None:
-        problems.error("XCE005", "file is empty", f"start it with 'version: {LANGUAGE_VERSION}'",
-                       Where(src.path, line=1, column=1))
+        problems.error(
+            "XCE005",
+            "file is empty",
+            f"start it with 'version: {LANGUAGE_VERSION}'",
+            Where(src.path, line=1, column=1),
+        )
         return
     if not isinstance(data, dict):
-        problems.error("XCE005", f"the top of the file must be a mapping, got {type(data).__name__}",
-                       "write 'version: 1' and sections such as 'host_groups:'",
-                       Where(src.path, line=1, column=1))
+        problems.error(
+            "XCE005",
+            f"the top of the file must be a mapping, got {type(data).__name__}",
+            "write 'version: 1' and sections such as 'host_groups:'",
+            Where(src.path, line=1, column=1),
+        )
         return
     if not _check_version(src, problems):
         return
@@ -188,8 +217,13 @@ def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> No
     if "site" in data:
         where = Where(src.path, ("site",))
         if doc.site is not None:
-            problems.error("XCE302", "'site:' is defined twice", "keep one 'site:' section",
-                           where.at_key(), also=[doc.site.where.at_key()])
+            problems.error(
+                "XCE302",
+                "'site:' is defined twice",
+                "keep one 'site:' section",
+                where.at_key(),
+                also=[doc.site.where.at_key()],
+            )
         else:
             try:
                 doc.site = Located(Site.model_validate(data["site"]), where)
@@ -200,8 +234,12 @@ def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> No
         if isinstance(pools, dict):
             _unknown_keys(pools, POOL_KEYS, Where(src.path, ("pools",)), problems)
         else:
-            problems.error("XCE102", "'pools' must be a mapping of licenses, storage, counters",
-                           "", Where(src.path, ("pools",)))
+            problems.error(
+                "XCE102",
+                "'pools' must be a mapping of licenses, storage, counters",
+                "",
+                Where(src.path, ("pools",)),
+            )
             pools = {}
     for path in LIST_SECTIONS:
         raw = data.get(path[0]) if len(path) == 1 else (pools or {}).get(path[1])

@@ -37,13 +37,17 @@ EntryKind = Literal[
 ]
 
 
+def _default_fractions() -> dict[EntryKind | Literal["default"], float]:
+    return {"default": 0.25}
+
+
 class Safety(Strict):
     """octoDNS-style thresholds: a plan that changes too much at once is refused."""
 
     max_changes: int = Field(default=1000, ge=0)
     min_entries: int = Field(default=20, ge=0)
     max_delete_fraction: dict[EntryKind | Literal["default"], float] = Field(
-        default_factory=lambda: {"default": 0.25}
+        default_factory=_default_fractions
     )
 
 

@@ -82,11 +82,12 @@ def _version(v: Any) -> str:
     return _safe_name(str(v))
 
 
+_SIZE_STRING = {
+    "type": "string",
+    "pattern": r"^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|PB|KiB|MiB|GiB|TiB|PiB)?$",
+}
 _SIZE_SCHEMA = {
-    "anyOf": [
-        {"type": "integer", "minimum": 0},
-        {"type": "string", "pattern": r"^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|PB|KiB|MiB|GiB|TiB|PiB)?$"},
-    ],
+    "anyOf": [{"type": "integer", "minimum": 0}, _SIZE_STRING],
     "description": "bytes, or a number with a unit: B, KB…PB (powers of 10), KiB…PiB (powers of 2)",
 }
 _DURATION_SCHEMA = {
@@ -94,7 +95,7 @@ _DURATION_SCHEMA = {
     "description": "seconds, or e.g. 90s, 30m, 12h, 14d, 1h30m",
 }
 _AMOUNT_SCHEMA = {
-    "anyOf": [{"type": "integer", "minimum": 0}, _SIZE_SCHEMA["anyOf"][1]],  # type: ignore[index]
+    "anyOf": [{"type": "integer", "minimum": 0}, _SIZE_STRING],
     "description": "a count, or a size with a unit",
 }
 
@@ -112,8 +113,6 @@ SafeName = Annotated[
 Mode = Annotated[
     str, BeforeValidator(_mode), WithJsonSchema({"type": "string", "pattern": r"^[0-7]{3,4}$"})
 ]
-Version = Annotated[
-    str, BeforeValidator(_version), WithJsonSchema({"type": ["integer", "string"]})
-]
+Version = Annotated[str, BeforeValidator(_version), WithJsonSchema({"type": ["integer", "string"]})]
 Count = Annotated[int, Field(ge=0)]
 Description = Annotated[str, Field(max_length=2000)]
