@@ -1,0 +1,1 @@
+"""The embedded controller map: SQLite store, host lifecycle, entries and reporter events."""

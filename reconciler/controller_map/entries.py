@@ -1,0 +1,149 @@
+"""The entries the controller map holds: what a request may carry, and how an entry changes.
+
+Pure functions over ``Entry`` so the provider and the reporter build entries the same
+way; every refusal is a ``ProviderError`` in the protocol's family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from compiler.supply_map import SOURCES, Entry
+from reconciler.controller_map.lifecycle import HostState
+from reconciler.protocol import ErrorCode, ProviderError
+
+# Every kind whose provider is the controller map (docs/architecture.md). Volume quotas
+# belong to the volume's directory provider; only pool quotas live here.
+HELD_KINDS = ("counter", "dataset", "host", "host-group", "license", "quota", "storage-pool")
+CHANGE_FIELDS = frozenset({"amount", "attributes", "spec"})
+
+
+def invalid(message: str) -> ProviderError:
+    return ProviderError(ErrorCode.INVALID_ARGUMENT, message)
+
+
+def _mapping(doc: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    value = doc.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise invalid(f"{where}.{key} must be an object")
+    return value
+
+
+def _amount(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise invalid(f"{where}.amount must be a whole number >= 0, not {value!r}")
+    return value
+
+
+def parse_entry(doc: Any, *, provider: str) -> Entry:
+    """An entry a request carries, checked field by field (INVALID_ARGUMENT on the first fault)."""
+    if not isinstance(doc, Mapping):
+        raise invalid("params.entry must be an entry object")
+    entry_id = doc.get("id")
+    if not isinstance(entry_id, str):
+        raise invalid("params.entry needs a string 'id'")
+    kind = doc.get("kind") or entry_id.partition("/")[0]  # ids are '<kind>/<name>'
+    if not isinstance(kind, str):
+        raise invalid(f"{entry_id}: kind must be a string")
+    if kind not in HELD_KINDS:
+        raise invalid(
+            f"{entry_id}: kind '{kind}' is not held by the controller map "
+            f"(it holds {', '.join(HELD_KINDS)})"
+        )
+    if not entry_id.startswith(kind + "/") or entry_id == kind + "/":
+        raise invalid(f"{entry_id}: an id of kind '{kind}' must look like '{kind}/<name>'")
+    source = doc.get("source", "config")
+    if source not in SOURCES:
+        raise invalid(f"{entry_id}: source must be one of {', '.join(SOURCES)}, not {source!r}")
+    location, owner = doc.get("location"), doc.get("owner")
+    if location is not None and not isinstance(location, str):
+        raise invalid(f"{entry_id}: location must be a string")
+    if kind == "quota" and not (location or "").startswith("pool/"):
+        raise invalid(
+            f"{entry_id}: the controller map holds pool quotas only (location 'pool/<name>'); "
+            "volume quotas belong to the volume's directory provider"
+        )
+    if owner is not None and not isinstance(owner, str):
+        raise invalid(f"{entry_id}: owner must be a string")
+    bound = doc.get("provider")
+    if bound is not None and bound != provider:
+        raise invalid(f"{entry_id} is bound to provider '{bound}', not '{provider}'")
+    return Entry(
+        id=entry_id,
+        kind=kind,
+        state=str(doc.get("state") or "available"),
+        source=source,
+        provider=provider,
+        location=location,
+        amount=_amount(doc.get("amount"), entry_id),
+        attributes=dict(_mapping(doc, "attributes", entry_id)),
+        spec=dict(_mapping(doc, "spec", entry_id)),
+        owner=owner,
+    )
+
+
+def claim_owner(entry_owner: str | None, request_owner: str) -> str | None:
+    """The owner a new entry gets: the request's tag, which must agree with the entry's."""
+    if entry_owner and request_owner and entry_owner != request_owner:
+        raise invalid(f"the entry names owner '{entry_owner}' but the request is '{request_owner}'")
+    return request_owner or entry_owner or None
+
+
+def check_owner(entry: Entry, owner: str) -> None:
+    """Refuse to touch an entry another site-config owns (co-managed entries stay theirs)."""
+    if entry.owner is not None and entry.owner != owner:
+        raise ProviderError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"{entry.id} is owned by '{entry.owner}', not '{owner or '(no owner)'}'; "
+            "co-managed entries are never touched",
+        )
+
+
+def with_state(entry: Entry, state: str, at: float) -> Entry:
+    """The entry in a new state; a host records when it got there (``spec.since``)."""
+    if entry.kind != "host":
+        return replace(entry, state=str(state))
+    return replace(entry, state=str(state), spec={**entry.spec, "since": int(at)})
+
+
+def new_entry(parsed: Entry, owner: str | None, at: float) -> Entry:
+    """A created entry: hosts start ``expected`` (the join confirms them), the rest available."""
+    spec = {k: v for k, v in parsed.spec.items() if k != "since"}
+    entry = replace(parsed, owner=owner, spec=spec)
+    if entry.kind == "host":
+        return with_state(entry, HostState.EXPECTED, at)
+    return replace(entry, state="available")
+
+
+def changed_content(current: Entry, desired: Entry | None, changes: Any) -> Entry:
+    """The entry with amount, attributes and spec from the desired entry, then ``changes``.
+
+    Identity, state, source and owner never change this way: states move only through the
+    lifecycle, and ``spec.since`` stays what the lifecycle recorded.
+    """
+    fields: dict[str, Any] = {}
+    if desired is not None:
+        if desired.kind != current.kind:
+            raise invalid(f"{current.id} is a {current.kind}, not a {desired.kind}")
+        fields = {"amount": desired.amount, "attributes": desired.attributes, "spec": desired.spec}
+    if changes is not None:
+        if not isinstance(changes, Mapping) or not set(changes) <= CHANGE_FIELDS:
+            raise invalid(f"params.changes must be an object with only {sorted(CHANGE_FIELDS)}")
+        fields.update(changes)
+    merged = {"attributes": current.attributes, "spec": current.spec, **fields}
+    spec = dict(_mapping(merged, "spec", current.id))
+    spec.pop("since", None)
+    if "since" in current.spec:
+        spec["since"] = current.spec["since"]
+    return replace(
+        current,
+        amount=_amount(fields.get("amount", current.amount), current.id),
+        attributes=dict(_mapping(merged, "attributes", current.id)),
+        spec=spec,
+    )

@@ -1,0 +1,292 @@
+"""The controller map provider: the controller's own supply map, embedded in SQLite.
+
+For trials, tests and small sites the controller's map of hosts, counters, pools and
+datasets lives in one local file; an adapter for a real controller's API server will
+speak the same protocol later, so the planner and the applier cannot tell them apart.
+Every change checks the op_id (a repeat returns the first reply), the epoch (an older
+one is ABORTED) and the owner tag (co-managed entries are never touched) in the same
+transaction that makes it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from compiler.canonical import digest_of
+from compiler.supply_map import Entry
+from reconciler.controller_map.entries import (
+    HELD_KINDS,
+    changed_content,
+    check_owner,
+    claim_owner,
+    invalid,
+    new_entry,
+    parse_entry,
+    with_state,
+)
+from reconciler.controller_map.lifecycle import (
+    PLAN_ACTIONS,
+    RESTING,
+    Event,
+    HostState,
+    Refused,
+    awaiting_admission,
+    next_state,
+)
+from reconciler.controller_map.store import MapStore, Txn, decode_docs
+from reconciler.protocol import VERBS, ErrorCode, ProviderError, Reply, Request
+
+VERSION = "1.0"
+_MUTATING = frozenset({"create", "update", "delete"})
+
+
+def map_path(name: str, params: Mapping[str, Any], workdir: Path) -> Path:
+    """``params.path`` (relative to the workdir) or ``<workdir>/providers/<name>/map.sqlite``."""
+    path = params.get("path")
+    if path is None:
+        return workdir / "providers" / name / "map.sqlite"
+    if not isinstance(path, str) or not path:
+        raise invalid("params.path of a controller-map provider must be a file path")
+    return workdir / path  # an absolute path replaces the workdir
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    entry: Entry
+    changed: bool
+
+
+def _refused(err: Refused) -> ProviderError:
+    return ProviderError(ErrorCode.FAILED_PRECONDITION, str(err))
+
+
+def _action(params: Mapping[str, Any], verb: str) -> Event | None:
+    """The lifecycle step a request names; the verb's own name means a plain change."""
+    raw = params.get("action")
+    if raw is None or raw == verb:
+        return None
+    if verb != "create" and raw in {e.value for e in PLAN_ACTIONS}:
+        return Event(raw)
+    known = ", ".join(sorted(e.value for e in PLAN_ACTIONS))
+    raise invalid(f"{verb}: action '{raw}' is not one the controller map takes ({known})")
+
+
+def _target_id(params: Mapping[str, Any], desired: Entry | None) -> str:
+    entry_id = params.get("id")
+    if entry_id is None and desired is not None:
+        return desired.id
+    if not isinstance(entry_id, str) or not entry_id:
+        raise invalid("the request needs params.id or params.entry")
+    if desired is not None and desired.id != entry_id:
+        raise invalid(f"params.id {entry_id} and params.entry.id {desired.id} differ")
+    return entry_id
+
+
+class ControllerMapProvider:
+    """The built-in ``controller-map`` provider; the built-in transport calls ``handle``."""
+
+    def __init__(
+        self,
+        name: str,
+        params: Mapping[str, Any],
+        workdir: Path,
+        *,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self.name = name
+        self.params = params
+        self.workdir = workdir
+        self._now = now
+        self._store: MapStore | None = None
+        self._opening = threading.Lock()
+
+    def handle(self, request: Request) -> Reply:
+        try:
+            return Reply.success(self._dispatch(request))
+        except ProviderError as err:
+            return Reply.failure(err)
+
+    def close(self) -> None:
+        with self._opening:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+    @property
+    def store(self) -> MapStore:
+        """The map file, opened on first use so that constructing a provider is free."""
+        with self._opening:
+            if self._store is None:
+                self._store = MapStore(map_path(self.name, self.params, self.workdir))
+            return self._store
+
+    def _dispatch(self, request: Request) -> dict[str, Any]:
+        verb = request.verb
+        if not isinstance(request.params, Mapping):
+            raise invalid("params must be an object")
+        if verb == "info":
+            return {
+                "name": self.name,
+                "version": VERSION,
+                "capabilities": list(HELD_KINDS),
+                "verbs": list(VERBS),
+            }
+        if verb == "probe":
+            return self._probe()
+        if verb == "inventory":
+            return self._inventory()
+        if verb == "capacity":
+            return self._capacity(request.params)
+        if verb in _MUTATING:
+            return self._mutate(request)
+        raise invalid(f"unknown verb '{verb}' (known: {', '.join(VERBS)})")
+
+    def _probe(self) -> dict[str, Any]:
+        try:
+            with self.store.read() as tx:
+                generation = tx.generation()
+        except ProviderError as err:
+            return {"ready": False, "message": err.message}
+        return {"ready": True, "generation": generation}
+
+    def _inventory(self) -> dict[str, Any]:
+        with self.store.read() as tx:
+            generation, docs = tx.generation(), tx.docs()
+        return {"generation": generation, "complete": True, "entries": decode_docs(docs)}
+
+    def _capacity(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Storage-pool capacity; ``used`` is what pool quotas commit (the map holds no usage)."""
+        with self.store.read() as tx:
+            rows = tx.amounts(("storage-pool", "quota"))
+        pools = {
+            "pool/" + ident.removeprefix("storage-pool/"): amount or 0
+            for kind, ident, _, amount in rows
+            if kind == "storage-pool"
+        }
+        wanted = params.get("id")
+        if wanted is not None:
+            location = "pool/" + str(wanted).removeprefix("storage-pool/")
+            if location not in pools:
+                raise ProviderError(ErrorCode.NOT_FOUND, f"no storage pool {wanted}")
+            pools = {location: pools[location]}
+        total = sum(pools.values())
+        used = sum(amount or 0 for kind, _, loc, amount in rows if kind == "quota" and loc in pools)
+        return {"total": total, "used": used, "free": max(total - used, 0)}
+
+    def _mutate(self, request: Request) -> dict[str, Any]:
+        """Replay, fence, change: one transaction, and a failed change keeps the new epoch."""
+        if not request.op_id:
+            raise invalid(f"{request.verb} needs an op_id (the idempotency key)")
+        try:
+            fingerprint = digest_of(
+                {"verb": request.verb, "owner": request.owner, "params": dict(request.params)}
+            )
+        except TypeError:
+            raise invalid("params must be plain JSON") from None
+        now = self._now()
+        failure: ProviderError | None = None
+        with self.store.change() as tx:
+            prior = tx.replay(request.op_id, fingerprint)
+            if prior is not None:
+                return prior
+            tx.fence(request.epoch)
+            try:
+                with tx.savepoint():
+                    outcome = self._change(tx, request, now)
+            except ProviderError as err:
+                failure = err
+            else:
+                generation = tx.bump_generation() if outcome.changed else tx.generation()
+                result = {
+                    "entry": outcome.entry.to_json(),
+                    "changed": outcome.changed,
+                    "generation": generation,
+                }
+                tx.record(request.op_id, fingerprint, result, now)
+        if failure is not None:
+            raise failure
+        return result
+
+    def _change(self, tx: Txn, request: Request, now: float) -> _Outcome:
+        params = request.params
+        action = _action(params, request.verb)
+        if request.verb == "create":
+            return self._create(tx, params, request.owner, now)
+        if request.verb == "delete" and action is None:
+            return self._delete(tx, params, request.owner)
+        return self._update(tx, params, action, request.owner, now)
+
+    def _desired(self, params: Mapping[str, Any]) -> Entry | None:
+        doc = params.get("entry")
+        return None if doc is None else parse_entry(doc, provider=self.name)
+
+    def _current(self, tx: Txn, entry_id: str, owner: str) -> Entry:
+        current = tx.get(entry_id)
+        if current is None:
+            raise ProviderError(ErrorCode.NOT_FOUND, f"{entry_id} is not in the controller map")
+        check_owner(current, owner)
+        return current
+
+    def _create(self, tx: Txn, params: Mapping[str, Any], owner: str, now: float) -> _Outcome:
+        desired = self._desired(params)
+        if desired is None:
+            raise invalid("create needs params.entry")
+        entry_owner = claim_owner(desired.owner, owner)
+        current = tx.get(desired.id)
+        if current is not None:
+            check_owner(current, owner)
+            if current.kind != "host" or current.state != HostState.RELEASED:
+                raise ProviderError(
+                    ErrorCode.ALREADY_EXISTS, f"{desired.id} already exists ({current.state})"
+                )
+        entry = new_entry(desired, entry_owner, now)  # a released host comes back as expected
+        tx.put([entry])
+        return _Outcome(entry, True)
+
+    def _update(
+        self, tx: Txn, params: Mapping[str, Any], action: Event | None, owner: str, now: float
+    ) -> _Outcome:
+        desired = self._desired(params)
+        if desired is not None:
+            claim_owner(desired.owner, owner)
+        current = self._current(tx, _target_id(params, desired), owner)
+        entry = current if action is None else self._step(current, action, owner, now)
+        if desired is not None or params.get("changes") is not None:
+            entry = changed_content(entry, desired, params.get("changes"))
+        if entry != current:
+            tx.put([entry])
+        return _Outcome(entry, entry != current)
+
+    def _step(self, host: Entry, event: Event, owner: str, now: float) -> Entry:
+        """One lifecycle step a plan asks for (drain, release, admit, reject)."""
+        if host.kind != "host":
+            raise invalid(f"'{event.value}' applies to hosts; {host.id} is a {host.kind}")
+        if event is Event.ADMIT and not owner:
+            raise invalid(f"admitting {host.id} needs the request's owner tag")
+        try:
+            target = next_state(
+                host.id, host.state, event, awaiting=awaiting_admission(host.source, host.owner)
+            )
+        except Refused as err:
+            raise _refused(err) from None
+        if target is None:
+            return host
+        moved = with_state(host, target, now)
+        return replace(moved, owner=owner) if event is Event.ADMIT else moved
+
+    def _delete(self, tx: Txn, params: Mapping[str, Any], owner: str) -> _Outcome:
+        current = self._current(tx, _target_id(params, self._desired(params)), owner)
+        if current.kind == "host" and not (
+            current.state in RESTING or awaiting_admission(current.source, current.owner)
+        ):
+            raise ProviderError(
+                ErrorCode.FAILED_PRECONDITION,
+                f"{current.id} is {current.state}; drain and release it before deleting it",
+            )
+        tx.delete(current.id)
+        return _Outcome(current, True)
