@@ -1,0 +1,189 @@
+"""Plan data: what the planner decided, as plain frozen data apart from any rendering.
+
+The planner builds a ``Plan``; renderers (text, json, markdown) and the plan file only read
+it. ``to_json``/``from_json`` round-trip exactly so a saved plan applies what was shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.problems import Problem, Severity
+
+# Plan verbs grouped the way Terraform's summary line counts them.
+ADD_VERBS = frozenset({"create", "stage", "admit"})
+CHANGE_VERBS = frozenset({"update", "drain"})
+DESTROY_VERBS = frozenset({"delete", "evict", "release", "reject"})
+VERBS = ("create", "stage", "admit", "update", "drain", "delete", "evict", "release", "reject")
+
+# The lists of entries a plan reports without acting on them.
+NOTE_LISTS = ("orphans", "co_managed", "unknown", "pending", "drift_reported")
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One field that differs: a dotted path (``attributes.features``) and both values."""
+
+    path: str
+    before: Any
+    after: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "before": self.before, "after": self.after}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Change:
+        return cls(str(doc["path"]), doc.get("before"), doc.get("after"))
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One step of the apply; ``depends_on`` lets the applier run independent steps at once."""
+
+    id: str
+    action: str
+    entry: str
+    kind: str
+    provider: str | None
+    reason: str
+    destructive: bool = False
+    depends_on: tuple[str, ...] = ()
+    before: Mapping[str, Any] | None = None
+    after: Mapping[str, Any] | None = None
+    changes: tuple[Change, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "action": self.action,
+            "entry": self.entry,
+            "kind": self.kind,
+            "provider": self.provider,
+            "reason": self.reason,
+            "destructive": self.destructive,
+            "depends_on": list(self.depends_on),
+            "before": None if self.before is None else dict(self.before),
+            "after": None if self.after is None else dict(self.after),
+            "changes": [c.to_json() for c in self.changes],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Action:
+        return cls(
+            id=str(doc["id"]),
+            action=str(doc["action"]),
+            entry=str(doc["entry"]),
+            kind=str(doc["kind"]),
+            provider=doc.get("provider"),
+            reason=str(doc.get("reason", "")),
+            destructive=bool(doc.get("destructive", False)),
+            depends_on=tuple(str(d) for d in doc.get("depends_on", ())),
+            before=doc.get("before"),
+            after=doc.get("after"),
+            changes=tuple(Change.from_json(c) for c in doc.get("changes", ())),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """An entry the plan reports but does not act on, and why."""
+
+    entry: str
+    kind: str
+    provider: str | None
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entry": self.entry, "kind": self.kind, "provider": self.provider,
+                "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Note:
+        return cls(str(doc["entry"]), str(doc["kind"]), doc.get("provider"),
+                   str(doc.get("reason", "")))
+
+
+def summarize(actions: Iterable[Action], notes: Mapping[str, Iterable[Note]]) -> dict[str, int]:
+    """Counts per verb (BRIEF §3), Terraform's add/change/destroy, and per reported list."""
+    counts = dict.fromkeys(VERBS, 0)
+    for a in actions:
+        counts[a.action] = counts.get(a.action, 0) + 1
+    counts["add"] = sum(counts[v] for v in ADD_VERBS)
+    counts["change"] = sum(counts[v] for v in CHANGE_VERBS)
+    counts["destroy"] = sum(counts[v] for v in DESTROY_VERBS)
+    for name in NOTE_LISTS:
+        counts[name] = sum(1 for _ in notes.get(name, ()))
+    return counts
+
+
+def _problem_to_json(p: Problem) -> dict[str, Any]:
+    return {"code": p.code, "severity": p.severity.value, "subject": p.subject,
+            "message": p.message, "hint": p.hint}
+
+
+def _problem_from_json(doc: Mapping[str, Any]) -> Problem:
+    return Problem(str(doc["code"]), str(doc["message"]), str(doc.get("hint", "")),
+                   None, Severity(doc.get("severity", "error")), doc.get("subject"))
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The whole plan: ordered actions, reported lists, and what it is bound to.
+
+    ``fingerprints`` maps every entry an action touches to the digest of its live JSON (or
+    ``"absent"``): the applier refuses the plan when any of them changed since planning.
+    ``problems`` holds guard violations; a plan with an error problem must not be applied.
+    """
+
+    actions: tuple[Action, ...]
+    orphans: tuple[Note, ...] = ()
+    co_managed: tuple[Note, ...] = ()
+    unknown: tuple[Note, ...] = ()
+    pending: tuple[Note, ...] = ()
+    drift_reported: tuple[Note, ...] = ()
+    summary: Mapping[str, int] = field(default_factory=dict)
+    desired_digest: str = ""
+    revision: str | None = None
+    fingerprints: Mapping[str, str] = field(default_factory=dict)
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def blocked(self) -> bool:
+        """True when a guard forbids applying this plan."""
+        return any(p.severity is Severity.ERROR for p in self.problems)
+
+    @property
+    def has_changes(self) -> bool:
+        """Work or drift of ours: exit code 2 (-detailed-exitcode); co-managed does not count."""
+        return bool(self.actions or self.orphans or self.drift_reported)
+
+    def notes(self) -> dict[str, tuple[Note, ...]]:
+        return {name: getattr(self, name) for name in NOTE_LISTS}
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "revision": self.revision,
+            "desired_digest": self.desired_digest,
+            "summary": dict(self.summary),
+            "actions": [a.to_json() for a in self.actions],
+            "fingerprints": dict(self.fingerprints),
+            "problems": [_problem_to_json(p) for p in self.problems],
+        }
+        for name, notes in self.notes().items():
+            doc[name] = [n.to_json() for n in notes]
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Plan:
+        lists = {name: tuple(Note.from_json(n) for n in doc.get(name, ())) for name in NOTE_LISTS}
+        return cls(
+            actions=tuple(Action.from_json(a) for a in doc["actions"]),
+            summary=dict(doc.get("summary", {})),
+            desired_digest=str(doc.get("desired_digest", "")),
+            revision=doc.get("revision"),
+            fingerprints=dict(doc.get("fingerprints", {})),
+            problems=tuple(_problem_from_json(p) for p in doc.get("problems", ())),
+            **lists,
+        )

@@ -1,0 +1,29 @@
+"""Renderings of a Plan: text (terminal), json (tools), markdown (pull-request comment).
+
+The plan is data; these only read it, and none of them ever prints a secret's value.
+"""
+
+from __future__ import annotations
+
+from compiler.textstyle import Style
+from reconciler.plan_model import Plan
+from reconciler.plan_render.jsonfmt import plan_json, render_json
+from reconciler.plan_render.markdown import render_markdown
+from reconciler.plan_render.text import render_text
+
+FORMATS = ("text", "json", "markdown")
+
+
+def render_plan(plan: Plan, fmt: str, style: Style | None = None) -> str:
+    """Render in one of FORMATS; ``style`` matters only for text (colour on a TTY)."""
+    if fmt == "json":
+        return render_json(plan)
+    if fmt == "markdown":
+        return render_markdown(plan)
+    if fmt == "text":
+        return render_text(plan, style)
+    raise ValueError(f"unknown plan format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+__all__ = ["FORMATS", "plan_json", "render_json", "render_markdown", "render_plan",
+           "render_text"]

@@ -1,0 +1,131 @@
+"""The saved plan file: what ``xce-apply`` runs, bound to what it was made from.
+
+A plan file records the desired digest, the git revision, the destroy permission and the
+fingerprint of every live entry the plan touches. The applier compares those before it
+acts, so a plan made against another config or an older live map is refused instead of
+being applied to a world it was not made for. The file is canonical JSON with a format
+name, a version and a digest of its own body, so a truncated, edited, foreign or newer
+file is a clear error.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from compiler.canonical import digest_of, dumps
+from compiler.problems import Problem, UserError
+from compiler.supply_map import Entry, SupplyMap
+from reconciler.plan_model import Plan
+
+FORMAT = "xce-plan"
+FORMAT_VERSION = 1
+ABSENT = "absent"
+
+
+def fingerprint(entry: Entry | None) -> str:
+    """Digest of an entry's JSON, or ``"absent"``: equal iff the entry did not change."""
+    return ABSENT if entry is None else digest_of(entry.to_json())
+
+
+@dataclass(frozen=True, slots=True)
+class SavedPlan:
+    plan: Plan
+    destroy: bool
+    format_version: int = FORMAT_VERSION
+
+    @property
+    def desired_digest(self) -> str:
+        return self.plan.desired_digest
+
+    @property
+    def revision(self) -> str | None:
+        return self.plan.revision
+
+
+def stale_entries(plan: Plan, live: SupplyMap) -> list[str]:
+    """Entries whose live JSON differs from when the plan was made (sorted ids)."""
+    return sorted(
+        entry_id
+        for entry_id, fp in plan.fingerprints.items()
+        if fingerprint(live.entries.get(entry_id)) != fp
+    )
+
+
+def plan_file_bytes(plan: Plan, *, destroy: bool) -> bytes:
+    # The plan JSON carries the desired digest, the revision and the fingerprints.
+    body = {"destroy": destroy, "plan": plan.to_json()}
+    return dumps({"format": FORMAT, "version": FORMAT_VERSION, "digest": digest_of(body),
+                  "body": body})
+
+
+def save_plan(path: str | Path, plan: Plan, *, destroy: bool) -> None:
+    """Write atomically (temp file + rename) so a crash never leaves half a plan."""
+    target = Path(path)
+    data = plan_file_bytes(plan, destroy=destroy)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, target)
+    except OSError as err:
+        raise UserError([Problem("XCE765", f"cannot write the plan file: {err.strerror}",
+                                 "check the directory exists and is writable",
+                                 subject=str(target))]) from err
+
+
+def _fail(path: Path, code: str, message: str, hint: str) -> UserError:
+    return UserError([Problem(code, message, hint, subject=str(path))])
+
+
+_REMAKE = "make the plan again with xce-plan --out FILE"
+
+
+def _check_header(path: Path, doc: Any) -> Mapping[str, Any]:
+    if not isinstance(doc, Mapping) or doc.get("format") != FORMAT:
+        raise _fail(path, "XCE762", "not an xce-gitops plan file",
+                    "pass the file that xce-plan --out wrote")
+    version = doc.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise _fail(path, "XCE764", "the plan file has no valid format version", _REMAKE)
+    if version > FORMAT_VERSION:
+        raise _fail(path, "XCE763", f"the plan file has format version {version}; this "
+                    f"xce-gitops reads up to version {FORMAT_VERSION}",
+                    "apply it with the xce-gitops version that made it, or upgrade")
+    body = doc.get("body")
+    if not isinstance(body, Mapping) or digest_of(body) != doc.get("digest"):
+        raise _fail(path, "XCE761", "the plan file is corrupt: its content does not match its "
+                    "digest (edited or truncated)", _REMAKE)
+    return body
+
+
+def load_plan(path: str | Path) -> SavedPlan:
+    """Read a plan file; anything wrong with it is a UserError with a clear Problem."""
+    source = Path(path)
+    try:
+        raw = source.read_bytes()
+    except OSError as err:
+        raise _fail(source, "XCE760", f"cannot read the plan file: {err.strerror}",
+                    "check the path (the plan is saved by xce-plan --out FILE)") from err
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        raise _fail(source, "XCE761", f"the plan file is corrupt: not valid JSON ({err})",
+                    _REMAKE) from err
+    body = _check_header(source, doc)
+    try:
+        plan = Plan.from_json(body["plan"])
+        destroy = body["destroy"]
+        if not isinstance(destroy, bool):
+            raise TypeError("destroy is not a boolean")
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise _fail(source, "XCE764", f"the plan file is malformed ({type(err).__name__}: "
+                    f"{err})", _REMAKE) from err
+    return SavedPlan(plan=plan, destroy=destroy, format_version=doc["version"])

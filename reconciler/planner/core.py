@@ -1,0 +1,122 @@
+"""make_plan: desired + live supply maps → Plan. Pure: no I/O, ``now`` is passed in.
+
+One pass over the desired ids and one over the live-only ids; an entry that already
+matches costs a few attribute comparisons, and field-level detail is computed only for
+the entries that differ, so planning scales with the map size plus the drift.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+from compiler.problems import Problem
+from compiler.supply_map import Entry, SupplyMap
+from reconciler.plan_model import Action, Plan, summarize
+from reconciler.planfile import fingerprint
+from reconciler.planner.builder import Builder
+from reconciler.planner.deps import link_and_order
+from reconciler.planner.guards import check_guards
+from reconciler.planner.rules_datasets import plan_copy
+from reconciler.planner.rules_generic import plan_generic
+from reconciler.planner.rules_hosts import plan_host, plan_instance
+from reconciler.planner.settings import read_settings
+from reconciler.planner.target import select
+
+Rule = Callable[[Builder, Entry | None, Entry | None], None]
+RULES: dict[str, Rule] = {
+    "host": plan_host,
+    "instance": plan_instance,
+    "dataset-copy": plan_copy,
+}
+
+
+def _walk(b: Builder, desired: SupplyMap, live: SupplyMap) -> None:
+    """Hand every entry that may need work to its kind's rule; skip the settled ones fast."""
+    unknown = live.unknown
+    levels = b.settings.management
+    owner = b.settings.owner
+    live_get = live.entries.get
+    for entry_id, d in desired.entries.items():
+        if d.provider in unknown:
+            b.note_unknown(d)
+            continue
+        if levels.get(d.kind) == "observe":
+            continue
+        lv = live_get(entry_id)
+        if (
+            lv is not None
+            and lv.state == d.state
+            and (d.amount is None or d.amount == lv.amount)
+            and d.attributes == lv.attributes
+            and d.spec.items() <= lv.spec.items()
+        ):
+            continue
+        RULES.get(d.kind, plan_generic)(b, d, lv)
+    for entry_id in sorted(live.entries.keys() - desired.entries.keys()):
+        lv = live.entries[entry_id]
+        if lv.provider in unknown:
+            b.note_unknown(lv, "; not removed")
+            continue
+        if levels.get(lv.kind) == "observe":
+            continue
+        claimable = lv.kind == "host" and lv.source == "discovered"
+        if lv.owner != owner and not claimable:
+            held = f"owned by {lv.owner}" if lv.owner else "carries no owner tag"
+            b.note("co_managed", lv, f"not in config; {held}, so left alone")
+            continue
+        RULES.get(lv.kind, plan_generic)(b, None, lv)
+
+
+def _touched(actions: Sequence[Action], observed: Mapping[str, Sequence[str]]) -> list[str]:
+    """Entries the plan acts on or whose live state an action relied on."""
+    ids = {a.entry for a in actions}
+    for a in actions:
+        ids.update(observed.get(a.id, ()))
+    return sorted(ids)
+
+
+def make_plan(
+    desired: SupplyMap,
+    live: SupplyMap,
+    *,
+    now: float,
+    targets: Collection[str] = (),
+    destroy: bool = False,
+    force: bool = False,
+    desired_digest: str | None = None,
+) -> Plan:
+    """Plan what makes ``live`` match ``desired`` under the site's settings.
+
+    ``destroy`` permits deleting users' data (volumes, user directories); ``force`` turns
+    guard errors into warnings (protected entries stay errors). ``desired_digest`` is the
+    desired map's content digest when the caller already has it (computing it for 500,000
+    entries takes about a second). Raises UserError for invalid settings.
+    """
+    settings = read_settings(desired.settings, desired.owner)
+    b = Builder(settings, destroy, now, desired.entries, live.entries, live.unknown)
+    _walk(b, desired, live)
+    actions = list(link_and_order(b.actions))
+    notes = {name: sorted(items, key=lambda n: n.entry) for name, items in b.notes.items()}
+    problems: list[Problem] = []
+    if targets:
+        actions, notes, problems = select(actions, notes, targets,
+                                          (desired.entries, live.entries))
+    problems += check_guards(
+        actions,
+        settings,
+        desired_per_provider=Counter(e.provider for e in desired.entries.values()),
+        live_per_provider=Counter(e.provider for e in live.entries.values()),
+        live_per_kind=Counter(e.kind for e in live.entries.values()),
+        unknown=live.unknown,
+        force=force,
+    )
+    return Plan(
+        actions=tuple(actions),
+        summary=summarize(actions, notes),
+        desired_digest=desired_digest or desired.content_digest(),
+        revision=desired.revision,
+        fingerprints={e: fingerprint(live.entries.get(e)) for e in _touched(actions, b.observed)},
+        problems=tuple(problems),
+        **{name: tuple(items) for name, items in notes.items()},
+    )

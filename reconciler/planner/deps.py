@@ -1,0 +1,85 @@
+"""Dependencies between actions and the stable apply order.
+
+A parent (volume, host group, host, dataset) is created before what lives in or on it and
+removed after it. Each action lists the ids of the actions it waits for, so the applier
+can run independent actions in parallel and skip the dependents of one that failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from compiler.supply_map import Entry
+from reconciler.plan_model import DESTROY_VERBS, Action
+from reconciler.planner.kinds import PHASE_CONSTRUCT, order_key, phase_of
+
+_LOCATION_PARENTS = {
+    "host": ("host/",),
+    "group": ("host-group/",),
+    "pool": ("storage-pool/", "license/"),
+    "volume": ("volume/",),
+}
+
+
+def _location_parents(location: str | None) -> list[str]:
+    if not location:
+        return []
+    prefix, _, name = location.partition("/")
+    ids = [p + name for p in _LOCATION_PARENTS.get(prefix, ())]
+    return [i + "@site" if i.startswith("license/") else i for i in ids]
+
+
+def parents(entry: Entry) -> list[str]:
+    """Ids of the entries this one needs to exist first (they may or may not exist)."""
+    kind = entry.kind
+    name = entry.id.partition("/")[2]
+    location = entry.location
+    if location is None and "@" in name and kind == "counter":
+        location = name.partition("@")[2]
+    out = _location_parents(location)
+    if kind == "host":
+        group = entry.attributes.get("group")
+        if group:
+            out.append(f"host-group/{group}")
+        out.append(f"instance/{name}")
+    elif kind == "instance":
+        group = entry.spec.get("group")
+        if group:
+            out.append(f"host-group/{group}")
+    elif kind == "volume-dir":
+        out.append("volume/" + name.partition("/")[0])
+    elif kind == "quota":
+        target, scope, subject = [*name.split("/", 2), "", ""][:3]
+        if location is None:
+            out.append(f"volume/{target}")
+        if scope == "user" and (location is None or location.startswith("volume/")):
+            out.append(f"volume-dir/{target}/{subject}")
+    elif kind == "dataset-copy":
+        dataset = entry.spec.get("dataset") or "@".join(name.split("@")[:2])
+        out.append(f"dataset/{dataset}")
+    return out
+
+
+def _subject(action: Action) -> Entry:
+    doc = action.before if action.action in DESTROY_VERBS else (action.after or action.before)
+    assert doc is not None
+    return Entry.from_json(doc)
+
+
+def link_and_order(actions: Iterable[Action]) -> tuple[Action, ...]:
+    """Fill ``depends_on`` and sort by (phase, kind order, id): deterministic for any input."""
+    by_entry = {a.entry: a for a in actions}
+    deps: dict[str, set[str]] = {a.id: set() for a in by_entry.values()}
+    for action in by_entry.values():
+        constructive = phase_of(action.action) == PHASE_CONSTRUCT
+        for parent_id in parents(_subject(action)):
+            parent = by_entry.get(parent_id)
+            if parent is None or parent is action:
+                continue
+            if constructive and phase_of(parent.action) == PHASE_CONSTRUCT:
+                deps[action.id].add(parent.id)
+            elif action.action in DESTROY_VERBS and parent.action in DESTROY_VERBS:
+                deps[parent.id].add(action.id)  # a parent goes only after its children
+    ordered = sorted(by_entry.values(), key=lambda a: order_key(a.action, a.kind, a.entry))
+    return tuple(replace(a, depends_on=tuple(sorted(deps[a.id]))) for a in ordered)

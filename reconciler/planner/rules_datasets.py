@@ -1,0 +1,39 @@
+"""Dataset copies (PR-5): stage what is missing or corrupt, evict what config removed, wait
+while a copy is moving."""
+
+from __future__ import annotations
+
+from compiler.supply_map import Entry
+from reconciler.plan_model import Change
+from reconciler.planner.builder import Builder, with_state
+from reconciler.planner.rules_generic import plan_update
+
+
+def _digest_differs(desired: Entry, live: Entry) -> bool:
+    """Datasets are immutable: a copy with another digest is not the dataset at all."""
+    return "digest" in desired.spec and desired.spec["digest"] != live.spec.get("digest")
+
+
+def plan_copy(b: Builder, desired: Entry | None, live: Entry | None) -> None:
+    if desired is None:
+        assert live is not None
+        if live.state == "evicting":
+            b.note("pending", live, "being evicted")
+        else:
+            b.act("evict", live, "not in config", before=live, after=None, unacted="orphans")
+        return
+    where = desired.location or "its location"
+    if live is None:
+        b.act("stage", desired, f"missing at {where}", before=None,
+              after=with_state(desired, "staging"))
+    elif live.state == "staging":
+        b.note("pending", desired, f"staging at {where} in progress")
+    elif live.state == "evicting":
+        b.note("pending", desired, "being evicted although in config; staged again once gone")
+    elif live.state == "corrupt" or _digest_differs(desired, live):
+        why = "corrupt" if live.state == "corrupt" else "digest differs"
+        b.act("stage", desired, f"re-stage: copy is {why}", before=live,
+              after=with_state(desired, "staging"),
+              changes=(Change("state", live.state, "staging"),))
+    else:
+        plan_update(b, desired, live)

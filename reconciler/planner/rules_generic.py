@@ -1,0 +1,45 @@
+"""Rules for kinds whose life is just create / update / delete (volumes, quotas, counters, …)."""
+
+from __future__ import annotations
+
+from compiler.supply_map import Entry
+from reconciler.plan_model import Change
+from reconciler.planner.builder import Builder
+from reconciler.planner.compare import field_changes
+
+
+def update_reason(entry: Entry, changes: tuple[Change, ...]) -> str:
+    """Say what changes in words; for quotas whether the limit is raised or lowered."""
+    parts: list[str] = []
+    other: list[str] = []
+    for c in changes:
+        if c.path == "amount" and isinstance(c.before, int) and isinstance(c.after, int):
+            if entry.kind == "quota":
+                verb = "raise" if c.after > c.before else "lower"
+                parts.append(f"{verb} quota from {c.before} to {c.after}")
+            else:
+                parts.append(f"amount {c.before} → {c.after}")
+        else:
+            other.append(c.path)
+    if other:
+        parts.append("differs in " + ", ".join(other))
+    return "; ".join(parts)
+
+
+def plan_update(b: Builder, desired: Entry, live: Entry, *, state: bool = True) -> None:
+    """Update when the compared fields differ; ``state=False`` where the kind's rule owns state."""
+    changes = field_changes(desired, live, state=state)
+    if changes:
+        after = desired.to_json() if state else {**desired.to_json(), "state": live.state}
+        b.act("update", desired, update_reason(desired, changes), before=live, after=after,
+              changes=changes)
+
+
+def plan_generic(b: Builder, desired: Entry | None, live: Entry | None) -> None:
+    if desired is None:
+        assert live is not None
+        b.act("delete", live, "not in config", before=live, after=None, unacted="orphans")
+    elif live is None:
+        b.act("create", desired, "not in the live map", before=None, after=desired.to_json())
+    else:
+        plan_update(b, desired, live)

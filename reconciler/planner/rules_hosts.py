@@ -1,0 +1,138 @@
+"""Hosts (PR-4) and the instances behind provisioned hosts: lifecycle, orphans, discovery.
+
+A host leaves in two plans: ``drain`` now, ``release`` once the live map says ``drained``,
+so running jobs are never cut. An instance is released only after its host is drained.
+"""
+
+from __future__ import annotations
+
+from compiler.supply_map import Entry
+from reconciler.plan_model import Change
+from reconciler.planner.builder import Builder, with_state
+from reconciler.planner.compare import field_changes
+from reconciler.planner.rules_generic import plan_update
+
+SATISFYING = frozenset({"expected", "joining", "available"})
+NOT_JOINED = frozenset({"expected", "joining"})
+RUNNING = frozenset({"joining", "available", "draining"})
+
+
+def name_of(entry_id: str) -> str:
+    return entry_id.partition("/")[2]
+
+
+def _deadline(b: Builder, *entries: Entry | None) -> int:
+    for e in entries:
+        if e is not None and isinstance(e.spec.get("join_deadline"), int | float):
+            return int(e.spec["join_deadline"])
+    return b.settings.join_deadline
+
+
+def overdue(b: Builder, host: Entry, *desired: Entry | None) -> str | None:
+    """Why a host that never joined is an orphan (P6), or None while it may still join."""
+    since = host.spec.get("since")
+    if host.state not in NOT_JOINED or not isinstance(since, int | float):
+        return None
+    deadline = _deadline(b, *desired)
+    age = b.now - since
+    if age <= deadline:
+        return None
+    return f"{host.state} for {int(age)}s, past its join deadline of {deadline}s"
+
+
+def _discovered(b: Builder, live: Entry) -> None:
+    """Joined but unknown: the site's discovery policy decides."""
+    policy = b.settings.discovery
+    reason = f"joined but not in config (discovered); discovery policy: {policy}"
+    if policy == "report":
+        b.note("orphans", live, reason)
+    elif policy == "admit":
+        if live.owner != b.settings.owner:
+            b.act("admit", live, reason, before=live, claim=True, unacted="orphans",
+                  after=with_state(live, live.state, owner=b.settings.owner))
+    else:
+        b.act("reject", live, reason, before=live, after=None, claim=True, unacted="orphans")
+
+
+def _removed_host(b: Builder, live: Entry) -> None:
+    state = live.state
+    if live.source == "discovered":
+        _discovered(b, live)
+    elif state in ("available", "joining"):
+        b.act("drain", live, "not in config: drain, then release once drained", before=live,
+              after=with_state(live, "draining"), unacted="orphans")
+    elif state == "draining":
+        b.note("pending", live, "not in config: draining, released once drained")
+    elif state in ("drained", "expected", "lost"):
+        b.act("release", live, f"not in config ({state})", before=live, after=None,
+              unacted="orphans")
+
+
+def _orphan(b: Builder, desired: Entry, why: str) -> None:
+    """Never joined (P6): report a static host; release a provisioned host's instance."""
+    instance_id = f"instance/{name_of(desired.id)}"
+    instance = b.live.get(instance_id)
+    if instance_id not in b.desired and desired.source != "provisioned":
+        b.note("orphans", desired, f"never joined ({why}); a static host is only reported")
+    elif not b.settings.release_orphans:
+        b.note("orphans", desired, f"never joined ({why}); release_orphans is off")
+    elif instance is None:
+        b.note("orphans", desired, f"never joined ({why}); no live {instance_id} to release")
+    else:
+        b.note("orphans", desired, f"never joined ({why}); its instance is released")
+        b.act("release", instance, f"{desired.id} never joined ({why}); release_orphans",
+              before=instance, after=None, unacted="orphans", observed=(desired.id,))
+
+
+def plan_host(b: Builder, desired: Entry | None, live: Entry | None) -> None:
+    if desired is None:
+        assert live is not None
+        _removed_host(b, live)
+        return
+    if live is None:
+        b.act("create", desired, "not in the live map", before=None,
+              after=with_state(desired, "expected"))
+        return
+    state = live.state
+    why = overdue(b, live, desired)
+    if why is not None:
+        _orphan(b, desired, why)
+    elif state in ("draining", "drained"):
+        b.note("drift_reported", desired, f"{state} although in config (drained by an admin?); "
+               "undrain it by hand or remove it from config")
+    elif state == "lost":
+        b.note("drift_reported", desired, "lost: in config but the controller lost contact")
+    elif state == "released":
+        changes = (Change("state", state, "expected"), *field_changes(desired, live, state=False))
+        b.act("update", desired, "released although in config: expect it again", before=live,
+              after=with_state(desired, "expected"), changes=changes)
+    elif state in SATISFYING:
+        plan_update(b, desired, live, state=False)
+    else:
+        b.note("drift_reported", desired, f"unexpected live state {state!r}")
+
+
+def plan_instance(b: Builder, desired: Entry | None, live: Entry | None) -> None:
+    either = desired if desired is not None else live
+    assert either is not None
+    host_id = f"host/{name_of(either.id)}"
+    host = b.live.get(host_id)
+    if desired is None:
+        assert live is not None
+        if host is not None and host.state in RUNNING:
+            b.note("pending", live, f"not in config: released once {host_id} is drained "
+                   f"(it is {host.state})")
+        else:
+            b.act("release", live, "not in config: no entry claims this instance", before=live,
+                  after=None, unacted="orphans", observed=(host_id,))
+        return
+    if live is None or live.state == "released":
+        b.act("create", desired, "not in the live map" if live is None else "released: "
+              "provision again", before=live, after=desired.to_json())
+        return
+    if host is not None and overdue(b, host, b.desired.get(host_id), desired) is not None:
+        return  # the host's rule reports the orphan and releases this instance
+    if live.state == "lost":
+        b.note("drift_reported", desired, "lost: the provider no longer has this instance")
+    else:
+        plan_update(b, desired, live, state=False)

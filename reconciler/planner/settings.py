@@ -1,0 +1,154 @@
+"""The site's planning policy, read once from the desired map's ``settings``.
+
+The compiler validates site-config, but a plan may also be made from maps saved elsewhere,
+so a bad value here is a clear Problem (XCE755), never a KeyError deep in a rule.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.problems import Problem, UserError
+from reconciler.planner.kinds import DEFAULT_MANAGEMENT, FALLBACK_LEVEL, LEVELS
+
+DISCOVERY_POLICIES = ("report", "admit", "reject")
+DEFAULT_JOIN_DEADLINE = 1800
+# octoDNS-like defaults: thresholds apply only once a kind has this many live entries.
+DEFAULT_MIN_ENTRIES = 10
+DEFAULT_MAX_DELETE_FRACTION = 0.3
+DEFAULT_MAX_CREATE_FRACTION = 0.5
+
+_HINT = "fix the value in site-config `site:` (see docs/plan.md, Settings) and compile again"
+
+
+def glob_matcher(globs: Collection[str]) -> re.Pattern[str] | None:
+    """One compiled regex for a set of fnmatch globs, so matching stays O(1) per id."""
+    if not globs:
+        return None
+    return re.compile("|".join(fnmatch.translate(g) for g in sorted(globs)))
+
+
+@dataclass(frozen=True, slots=True)
+class Safety:
+    max_changes: int | None
+    min_entries: int
+    max_delete_fraction: Mapping[str, float]
+    default_delete_fraction: float
+    max_create_fraction: float
+
+    def delete_fraction(self, kind: str) -> float:
+        return self.max_delete_fraction.get(kind, self.default_delete_fraction)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSettings:
+    owner: str
+    discovery: str
+    join_deadline: int
+    release_orphans: bool
+    management: Mapping[str, str]
+    safety: Safety
+    protected: tuple[str, ...]
+    _protected_re: re.Pattern[str] | None
+
+    def level(self, kind: str) -> str:
+        return self.management.get(kind, FALLBACK_LEVEL)
+
+    def is_protected(self, entry_id: str) -> bool:
+        return self._protected_re is not None and self._protected_re.match(entry_id) is not None
+
+
+def _bad(key: str, message: str) -> Problem:
+    return Problem("XCE755", message, _HINT, subject=f"settings.{key}")
+
+
+def _number(raw: Mapping[str, Any], key: str, default: float, path: str,
+            problems: list[Problem], *, fraction: bool = False) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or (
+        fraction and value > 1
+    ):
+        what = "a fraction between 0 and 1" if fraction else "a non-negative number"
+        problems.append(_bad(f"{path}{key}", f"{path}{key} must be {what}, got {value!r}"))
+        return default
+    return float(value)
+
+
+def _safety(raw: Any, problems: list[Problem]) -> Safety:
+    raw = raw if isinstance(raw, Mapping) else {}
+    max_changes = raw.get("max_changes")
+    if max_changes is not None and (isinstance(max_changes, bool)
+                                    or not isinstance(max_changes, int) or max_changes < 0):
+        problems.append(_bad("safety.max_changes", f"safety.max_changes must be a whole "
+                                                   f"number ≥ 0, got {max_changes!r}"))
+        max_changes = None
+    fractions_raw = raw.get("max_delete_fraction", {})
+    if isinstance(fractions_raw, int | float) and not isinstance(fractions_raw, bool):
+        fractions_raw = {"default": fractions_raw}
+    if not isinstance(fractions_raw, Mapping):
+        problems.append(_bad("safety.max_delete_fraction",
+                             "safety.max_delete_fraction must map kinds to fractions"))
+        fractions_raw = {}
+    path = "safety.max_delete_fraction."
+    fractions = {str(k): _number(fractions_raw, k, DEFAULT_MAX_DELETE_FRACTION, path, problems,
+                                 fraction=True) for k in fractions_raw}
+    default = fractions.pop("default", DEFAULT_MAX_DELETE_FRACTION)
+    return Safety(
+        max_changes=max_changes,
+        min_entries=int(_number(raw, "min_entries", DEFAULT_MIN_ENTRIES, "safety.", problems)),
+        max_delete_fraction=fractions,
+        default_delete_fraction=default,
+        max_create_fraction=_number(raw, "max_create_fraction", DEFAULT_MAX_CREATE_FRACTION,
+                                    "safety.", problems, fraction=True),
+    )
+
+
+def _management(raw: Any, problems: list[Problem]) -> dict[str, str]:
+    levels = dict(DEFAULT_MANAGEMENT)
+    if not isinstance(raw, Mapping):
+        return levels
+    for kind, level in raw.items():
+        if level not in LEVELS:
+            problems.append(_bad(f"management.{kind}", f"management level {level!r} for "
+                                 f"{kind} is not one of {', '.join(LEVELS)}"))
+            continue
+        levels[str(kind)] = str(level)
+    return levels
+
+
+def read_settings(settings: Mapping[str, Any], owner: str = "") -> PlanSettings:
+    """Settings with documented defaults filled in; raises UserError on invalid values."""
+    problems: list[Problem] = []
+    discovery = settings.get("discovery", "report")
+    if discovery not in DISCOVERY_POLICIES:
+        problems.append(_bad("discovery", f"discovery policy {discovery!r} is not one of "
+                             f"{', '.join(DISCOVERY_POLICIES)}"))
+        discovery = "report"
+    join_deadline = int(_number(settings, "join_deadline", DEFAULT_JOIN_DEADLINE, "", problems))
+    protected_raw = settings.get("protected", ())
+    if isinstance(protected_raw, str) or not all(isinstance(g, str) for g in protected_raw):
+        problems.append(_bad("protected", "protected must be a list of id globs"))
+        protected_raw = ()
+    protected = tuple(sorted(protected_raw))
+    resolved_owner = str(settings.get("owner") or owner)
+    if not resolved_owner:
+        problems.append(_bad("owner", "the desired map names no owner tag, so the planner "
+                             "cannot tell this site's entries from others'"))
+    safety = _safety(settings.get("safety"), problems)
+    management = _management(settings.get("management"), problems)
+    if problems:
+        raise UserError(problems)
+    return PlanSettings(
+        owner=resolved_owner,
+        discovery=str(discovery),
+        join_deadline=join_deadline,
+        release_orphans=bool(settings.get("release_orphans", True)),
+        management=management,
+        safety=safety,
+        protected=protected,
+        _protected_re=glob_matcher(protected),
+    )

@@ -1,0 +1,37 @@
+"""Loading a scenario folder (desired.json, live.json, expected.json) and planning it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from compiler.supply_map import SupplyMap
+from reconciler.plan_model import Plan
+from reconciler.planner import make_plan
+
+SCENARIOS = Path(__file__).parent / "scenarios"
+
+
+def scenario_names() -> list[str]:
+    return sorted(p.name for p in SCENARIOS.iterdir() if (p / "expected.json").exists())
+
+
+def load_json(path: Path) -> Any:
+    return orjson.loads(path.read_bytes())
+
+
+def load_maps(name: str) -> tuple[SupplyMap, SupplyMap, dict[str, Any]]:
+    folder = SCENARIOS / name
+    desired = SupplyMap.from_json(load_json(folder / "desired.json"))
+    live = SupplyMap.from_json(load_json(folder / "live.json"))
+    return desired, live, load_json(folder / "expected.json")
+
+
+def plan_scenario(name: str) -> tuple[Plan, dict[str, Any]]:
+    desired, live, expected = load_maps(name)
+    args = expected.get("args", {})
+    plan = make_plan(desired, live, now=args["now"], targets=args.get("targets", ()),
+                     destroy=args.get("destroy", False), force=args.get("force", False))
+    return plan, expected

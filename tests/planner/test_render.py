@@ -1,0 +1,144 @@
+"""Renderings of a plan: what a reviewer reads (snapshots), secrets, size limit, colour."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import orjson
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from compiler.problems import Problem
+from compiler.textstyle import Style
+from reconciler.plan_model import Action, Change, Plan, summarize
+from reconciler.plan_render import render_json, render_markdown, render_plan, render_text
+from tests.planner.scenario_io import plan_scenario
+
+SNAPSHOT_SCENARIOS = ("volumes_quotas", "hosts_removed", "guard_force")
+
+
+@pytest.mark.parametrize("name", SNAPSHOT_SCENARIOS)
+def test_text_snapshot(name: str, snapshot: SnapshotAssertion) -> None:
+    plan, _ = plan_scenario(name)
+    assert render_text(plan) == snapshot
+
+
+@pytest.mark.parametrize("name", SNAPSHOT_SCENARIOS)
+def test_markdown_snapshot(name: str, snapshot: SnapshotAssertion) -> None:
+    plan, _ = plan_scenario(name)
+    assert render_markdown(plan) == snapshot
+
+
+def test_text_summary_line_counts_add_change_destroy() -> None:
+    plan, _ = plan_scenario("hosts_removed")
+    assert render_text(plan).rstrip().endswith("Plan: 0 to add, 1 to change, 4 to destroy.")
+
+
+def test_empty_plan_says_no_changes() -> None:
+    plan, _ = plan_scenario("no_changes")
+    assert "No changes." in render_text(plan)
+    assert "Plan:" not in render_text(plan)
+    assert "No changes." in render_markdown(plan)
+
+
+def test_colour_only_when_asked() -> None:
+    plan, _ = plan_scenario("hosts_removed")
+    assert "\x1b[" not in render_text(plan, Style(color=False))
+    coloured = render_text(plan, Style(color=True))
+    assert "\x1b[32m+\x1b[0m" not in coloured  # no creates in this plan
+    assert "\x1b[31m-\x1b[0m release" in coloured
+    assert "\x1b[33m~\x1b[0m drain" in coloured
+
+
+def test_json_has_the_brief_contract() -> None:
+    plan, _ = plan_scenario("datasets")
+    doc = orjson.loads(render_json(plan))
+    for action in doc["actions"]:
+        assert {"action", "entry", "provider", "reason", "depends_on"} <= action.keys()
+    assert doc["summary"]["stage"] == 2
+    assert doc["summary"]["evict"] == 1
+    assert doc["summary"]["create"] == 1
+    assert doc["summary"]["pending"] == 2
+    assert [n["entry"] for n in doc["pending"]] == [
+        "dataset-copy/old@1@group/b", "dataset-copy/old@1@group/d"]
+    assert all(n["reason"] for n in doc["pending"])
+    assert doc["blocked"] is False
+
+
+def _secret_plan() -> Plan:
+    spec = {"password": "hunter2-literal", "api_key": "env:FS_KEY",
+            "auth": {"token": "tok-literal"}, "path": "/v"}
+    before: dict[str, Any] = {"id": "volume/v", "kind": "volume", "state": "available",
+                              "source": "config", "provider": "fs", "spec": spec}
+    after = {**before, "spec": {**before["spec"], "password": "new-literal"}}
+    action = Action(
+        id="update:volume/v", action="update", entry="volume/v", kind="volume", provider="fs",
+        reason="differs in spec.password", before=before, after=after,
+        changes=(Change("spec.password", "hunter2-literal", "new-literal"),
+                 Change("spec.auth", {"token": "tok-literal"}, {"token": "file:/run/tok"})),
+    )
+    return Plan(actions=(action,), summary=summarize([action], {}))
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+def test_secrets_are_never_rendered(fmt: str) -> None:
+    out = render_plan(_secret_plan(), fmt)
+    for literal in ("hunter2-literal", "new-literal", "tok-literal"):
+        assert literal not in out
+    assert "(sensitive)" in out
+    assert "file:/run/tok" in out  # a reference is safe to show, and useful
+
+
+def test_json_keeps_references_and_paths() -> None:
+    doc = orjson.loads(render_json(_secret_plan()))
+    action = doc["actions"][0]
+    assert action["before"]["spec"]["api_key"] == "env:FS_KEY"
+    assert action["before"]["spec"]["path"] == "/v"
+    assert action["after"]["spec"]["password"] == "(sensitive)"
+
+
+def _big_plan(n: int) -> Plan:
+    actions = tuple(
+        Action(id=f"update:counter/slots@host/cn{i:06d}", action="update",
+               entry=f"counter/slots@host/cn{i:06d}", kind="counter", provider="controller-map",
+               reason="amount 64 → 128", changes=(Change("amount", 64, 128),))
+        for i in range(n)
+    )
+    return Plan(actions=actions, summary=summarize(actions, {}))
+
+
+def test_markdown_of_100k_actions_stays_under_60k_characters() -> None:
+    out = render_markdown(_big_plan(100_000))
+    assert len(out) < 60_000
+    assert "counter/slots@host/cn000000" in out
+    assert "counter/slots@host/cn099999" not in out
+    assert "Truncated" in out and "saved plan file" in out
+    assert "| update | 100000 |" in out
+    assert out.count("<details>") == out.count("</details>")
+    assert out.count("```") % 2 == 0
+
+
+def test_small_markdown_is_not_truncated() -> None:
+    out = render_markdown(_big_plan(10))
+    assert "Truncated" not in out
+    assert "counter/slots@host/cn000009" in out
+
+
+def test_unknown_format_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown plan format"):
+        render_plan(_big_plan(1), "yaml")
+
+
+def test_markdown_caps_a_flood_of_guard_problems() -> None:
+    problems = tuple(
+        Problem("XCE752", f"the plan would delete protected entry volume-dir/v/u{i:05d}",
+                "protected entries are never removed: take it off site.protected first",
+                subject=f"volume-dir/v/u{i:05d}")
+        for i in range(5000)
+    )
+    plan = replace(_big_plan(5000), problems=problems)
+    out = render_markdown(plan)
+    assert len(out) < 60_000
+    assert "4950 more problems" in out
+    assert "refused by a guard" in out
