@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import sys
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from compiler.canonical import dumps
 from compiler.cli_runner import EXIT_ERROR, EXIT_OK, run_cli
-from compiler.compile import compile_site, located
+from compiler.compile import Compiled, compile_site, located
 from compiler.output import write_outputs
 from compiler.problem_render import render
 from compiler.problems import Problems, Severity
-from compiler.revision import site_revision
+from compiler.revision import Revision, site_revision
 from compiler.schema_export import site_file_schema
 from compiler.textstyle import Style
 
@@ -39,6 +43,16 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def serialize(compiled: Compiled, revision: Revision) -> tuple[dict[str, bytes], str]:
+    """The output documents and the desired digest; the entries' JSON is built only once."""
+    supply = replace(compiled.supply_map, revision=revision.commit, dirty=revision.dirty)
+    doc = supply.to_json()
+    documents = {"supply-map.json": dumps(doc), "bindings.json": dumps(compiled.bindings)}
+    if compiled.policy is not None:
+        documents["allowlists.json"] = compiled.policy.to_bytes()
+    return documents, doc["digest"]
+
+
 def _body(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     if args.schema:
@@ -53,19 +67,8 @@ def _body(argv: list[str] | None) -> int:
         return EXIT_ERROR
     revision = site_revision(args.site)
     supply = compiled.supply_map
-    supply = type(supply)(
-        entries=supply.entries,
-        site=supply.site,
-        owner=supply.owner,
-        revision=revision.commit,
-        dirty=revision.dirty,
-        settings=supply.settings,
-    )
-    documents = {
-        "supply-map.json": supply.dumps(),
-        "bindings.json": dumps(compiled.bindings),
-    }
-    manifest = write_outputs(args.out, documents, revision, supply.site, supply.content_digest())
+    documents, desired_digest = serialize(compiled, revision)
+    manifest = write_outputs(args.out, documents, revision, supply.site, desired_digest)
     if args.format == "text":
         sys.stderr.write(text)
         rev = (revision.commit or "no commit")[:12] + (" (dirty)" if revision.dirty else "")
@@ -79,8 +82,26 @@ def _body(argv: list[str] | None) -> int:
     return EXIT_OK
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while compiling.
+
+    A compile builds millions of long-lived objects (entries, their dicts) and hardly any
+    cycles; the collector would rescan them over and over, a quarter of the run time on a
+    100,000-host site. The previous state is restored, so in-process callers are unaffected.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def main(argv: list[str] | None = None) -> int:
-    return run_cli("xce-compile", lambda: _body(argv))
+    with gc_paused():
+        return run_cli("xce-compile", lambda: _body(argv))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from compiler.emit.pools import emit_pools
 from compiler.emit.volumes import emit_volumes, mounts_by_group
 from compiler.model.document import SiteDocument, build_document
 from compiler.model.site import Site
+from compiler.policy import PolicyBuild, compile_policies
 from compiler.problems import Problem, Problems, Where
 from compiler.supply_map import SupplyMap
 from compiler.yaml_source import Locator, SourceFile, display_path, find_yaml_files, load_file
@@ -30,6 +32,13 @@ class Compiled:
     supply_map: SupplyMap
     bindings: dict[str, Any]
     document: SiteDocument
+    policy: PolicyBuild | None = None
+
+
+def default_policies_dir(site_dir: Path) -> Path | None:
+    """``policies/`` beside the site folder, where the product keeps its catalog and roles."""
+    candidate = site_dir.resolve().parent / "policies"
+    return candidate if candidate.is_dir() else None
 
 
 def load_site(site_dir: Path, problems: Problems) -> list[SourceFile]:
@@ -118,9 +127,25 @@ def located(problems: Problems, files: list[SourceFile]) -> list[Problem]:
     return Locator(files).locate_all(problems)
 
 
-def compile_site(site_dir: Path, problems: Problems) -> tuple[Compiled | None, list[SourceFile]]:
+def compile_site(
+    site_dir: Path,
+    problems: Problems,
+    policies_dir: Path | None = None,
+    today: datetime.date | None = None,
+) -> tuple[Compiled | None, list[SourceFile]]:
+    """Compile a site folder; with a policies folder also its opcode allowlists.
+
+    The returned files include the policy files, so the Locator can place their problems.
+    """
     before = len(problems)
     files = load_site(site_dir, problems)
     complete = len(problems) == before
     compiled = compile_files(files, problems, complete) if files else None
-    return compiled, files
+    policies = policies_dir or default_policies_dir(site_dir)
+    if policies is None or not complete:
+        return compiled, files
+    build = compile_policies(policies, files, problems, today or datetime.date.today())
+    all_files = [*files, *build.sources]
+    if compiled is None or problems.has_errors:
+        return None, all_files
+    return Compiled(compiled.supply_map, compiled.bindings, compiled.document, build), all_files

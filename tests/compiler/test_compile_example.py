@@ -33,6 +33,8 @@ def test_example_compiles_to_reviewed_map(
     supply.pop("revision"), supply.pop("dirty")
     assert supply == snapshot_json(name="supply-map")
     assert json.loads(outputs["bindings.json"]) == snapshot_json(name="bindings")
+    # Every policy change shows up here as a reviewed diff (docs/policies.md).
+    assert json.loads(outputs["allowlists.json"]) == snapshot_json(name="allowlists")
 
 
 def test_example_entry_counts(example_site: Path, tmp_path: Path) -> None:

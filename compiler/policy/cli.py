@@ -1,0 +1,148 @@
+"""``xce-policy``: compile the allowlists, or review what a policy change gives and takes.
+
+``compile`` writes build/allowlists.json from the working tree. ``review`` compiles two
+git revisions from the object store and exits 0 (no change), 2 (changes) or 3 (an
+escalation: CI should ask for a second approval); 1 is an error, as in every xce command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+import git
+
+from compiler.cli_runner import EXIT_ERROR, EXIT_OK, run_cli
+from compiler.policy.allowlists import FILENAME
+from compiler.policy.compile import compile_policies
+from compiler.policy.gitsource import RevisionBuild, compile_at, open_repo
+from compiler.policy.review import diff
+from compiler.policy.review_render import render as render_review
+from compiler.policy.site import mentions_site_policy
+from compiler.policy.text_source import TextLocator
+from compiler.problem_render import render as render_problems
+from compiler.problems import Problem, Problems, UserError
+from compiler.textstyle import Style
+from compiler.yaml_source import Locator, SourceFile, display_path, find_yaml_files, load_file
+
+PROG = "xce-policy"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes are user errors (exit 1), never argparse's exit 2 (= "changes")."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError([Problem("XCE670", message, f"see '{self.prog} --help'")])
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = _Parser(add_help=False)
+    common.add_argument("--repo", type=Path, help="the git repository (default: the one of cwd)")
+    common.add_argument("--policies", default="policies", help="policy folder inside the repo")
+    common.add_argument("--site", default="site-config", help="site-config folder inside the repo")
+    p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    c = sub.add_parser("compile", parents=[common], help="write build/allowlists.json")
+    c.add_argument("--out", default="build", help="output folder (default: build)")
+    c.add_argument(
+        "--format",
+        choices=("text", "json", "github", "markdown"),
+        default="text",
+        help="how problems are shown",
+    )
+    r = sub.add_parser("review", parents=[common], help="what each role gains and loses")
+    r.add_argument("--base", required=True, help="the revision to compare against")
+    r.add_argument("--head", default="HEAD", help="the revision under review (default: HEAD)")
+    r.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    return p
+
+
+def _root(repo: Path | None) -> Path:
+    """Where relative folders start: --repo, else the work tree containing cwd, else cwd."""
+    if repo is not None:
+        return repo
+    try:
+        top = git.Repo(Path.cwd(), search_parent_directories=True).working_tree_dir
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return Path.cwd()
+    return Path(top) if top else Path.cwd()
+
+
+def _site_files(site_dir: Path, problems: Problems) -> list[SourceFile]:
+    out: list[SourceFile] = []
+    for path in find_yaml_files(site_dir):
+        if mentions_site_policy(path.read_bytes()):
+            source = load_file(path, display_path(path, site_dir), problems)
+            if source is not None:
+                out.append(source)
+    return out
+
+
+def _report(problems: list[Problem], fmt: str) -> None:
+    if problems:
+        sys.stderr.write(render_problems(problems, fmt, Style.for_stream(sys.stderr)))
+
+
+def _compile(args: argparse.Namespace) -> int:
+    root = _root(args.repo)
+    site_dir = root / args.site
+    problems = Problems()
+    if not site_dir.is_dir() and args.site != "site-config":
+        problems.error(
+            "XCE662",
+            f"site-config folder not found: {site_dir}",
+            "pass --site with the folder of the site's YAML files",
+        )
+    site = _site_files(site_dir, problems) if site_dir.is_dir() else []
+    build = compile_policies(root / args.policies, site, problems, datetime.date.today())
+    located = Locator([*build.sources, *site]).locate_all(problems)
+    _report(located, args.format)
+    if problems.has_errors:
+        return EXIT_ERROR
+    out = root / args.out / FILENAME
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(build.to_bytes())
+    except OSError as err:
+        raise UserError([Problem("XCE671", f"cannot write {out}: {err.strerror}")]) from None
+    sys.stdout.write(f"wrote {display_path(out, root)} ({build.digest})\n")
+    return EXIT_OK
+
+
+def _label(build: RevisionBuild) -> str:
+    short = build.commit[:12]
+    return short if build.commit.startswith(build.rev) else f"{build.rev} ({short})"
+
+
+def _review(args: argparse.Namespace) -> int:
+    repo = open_repo(args.repo)
+    today = datetime.date.today()
+    base = compile_at(repo, args.base, args.policies, args.site, today)
+    head = compile_at(repo, args.head, args.policies, args.site, today)
+    _report(TextLocator(head.texts).locate_all(head.problems), "text")
+    if head.problems.has_errors:
+        return EXIT_ERROR
+    if base.problems.has_errors:
+        sys.stderr.write(
+            f"note: {len(base.problems.errors)} problem(s) at the base revision "
+            f"{_label(base)}; compared with what compiled there\n"
+        )
+    review = diff(base.document, head.document, _label(base), _label(head))
+    sys.stdout.write(render_review(review, args.format, Style.for_stream(sys.stdout)))
+    return review.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    def body() -> int:
+        args = _parser().parse_args(argv)
+        return _compile(args) if args.command == "compile" else _review(args)
+
+    return run_cli(PROG, body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

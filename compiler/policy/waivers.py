@@ -1,0 +1,109 @@
+"""Waivers: the only way a site loosens a guardrail — named, with a reason, and expiring.
+
+An expired waiver is an error (not silently ignored), one that expires soon is a warning,
+and one that waives nothing is a warning so stale waivers get removed.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from compiler.names import did_you_mean
+from compiler.policy.model import Guardrail, Waiver, WaiverLimits
+from compiler.policy.reader import NAME_RE, Fields
+from compiler.problems import Problems, Where
+
+
+def read_waiver(item: Any, where: Where, problems: Problems) -> Waiver | None:
+    f = Fields.of(
+        item,
+        where,
+        problems,
+        "a waiver",
+        required=("name", "guardrail", "role", "opcodes", "reason", "expires"),
+    )
+    if f is None:
+        return None
+    name = f.string("name", NAME_RE, "waiver names are lowercase words joined by '-'")
+    guardrail = f.ref("guardrail")
+    role = f.ref("role")
+    opcodes = f.refs("opcodes")
+    reason = f.string("reason")
+    expires = f.date("expires")
+    if name is None or guardrail is None or role is None or reason is None or expires is None:
+        return None
+    if not opcodes:
+        return None
+    return Waiver(name, guardrail, role, opcodes, reason, expires, f.at("expires"), where)
+
+
+def valid_waivers(
+    waivers: Iterable[Waiver],
+    guardrails: Mapping[str, Guardrail],
+    limits: WaiverLimits,
+    today: datetime.date,
+    problems: Problems,
+) -> list[Waiver]:
+    """The waivers in force today; every other one is reported."""
+    seen: dict[str, Waiver] = {}
+    out: list[Waiver] = []
+    for w in waivers:
+        if w.name in seen:
+            problems.error(
+                "XCE646",
+                f"waiver '{w.name}' is defined twice",
+                "keep one",
+                w.where.child("name"),
+                also=(seen[w.name].where,),
+            )
+            continue
+        seen[w.name] = w
+        rail = guardrails.get(w.guardrail.text)
+        if rail is None:
+            problems.error(
+                "XCE641",
+                f"waiver '{w.name}' names unknown guardrail '{w.guardrail.text}'",
+                did_you_mean(w.guardrail.text, guardrails)
+                or "guardrails: " + ", ".join(guardrails),
+                w.guardrail.where,
+            )
+            continue
+        if not rail.roles:
+            problems.error(
+                "XCE641",
+                f"guardrail '{rail.name}' cannot be waived",
+                "mark the opcode 'unused' in the catalog, or grant it to a role",
+                w.guardrail.where,
+                also=(rail.where,),
+            )
+            continue
+        if w.expires < today:
+            problems.error(
+                "XCE640",
+                f"waiver '{w.name}' expired on {w.expires.isoformat()}",
+                "remove the waiver and the grant it allowed, or renew it after review",
+                w.expires_where,
+            )
+            continue
+        horizon = today + datetime.timedelta(days=limits.max_days)
+        if w.expires > horizon:
+            problems.error(
+                "XCE643",
+                f"waiver '{w.name}' expires {w.expires.isoformat()}, more "
+                f"than {limits.max_days} days from today",
+                f"set an expiry on or before {horizon.isoformat()}",
+                w.expires_where,
+            )
+            continue
+        left = (w.expires - today).days
+        if left <= limits.warn_days:
+            problems.warning(
+                "XCE645",
+                f"waiver '{w.name}' expires in {left} day(s)",
+                "renew it after review, or remove what it allows",
+                w.expires_where,
+            )
+        out.append(w)
+    return out

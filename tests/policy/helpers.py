@@ -1,0 +1,53 @@
+"""Shared test helpers: compile a policies folder + site folder the way the CLI does."""
+
+from __future__ import annotations
+
+import datetime
+import shutil
+from pathlib import Path
+from typing import Any
+
+from compiler.policy import compile_policies
+from compiler.policy.site import mentions_site_policy
+from compiler.problems import Problem, Problems
+from compiler.yaml_source import Locator, SourceFile, display_path, find_yaml_files, load_file
+
+ROOT = Path(__file__).resolve().parents[2]
+POLICIES = ROOT / "policies"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TODAY = datetime.date(2026, 11, 1)
+
+
+def load_site(site_dir: Path, problems: Problems) -> list[SourceFile]:
+    files = []
+    for path in find_yaml_files(site_dir) if site_dir.is_dir() else []:
+        if mentions_site_policy(path.read_bytes()):
+            source = load_file(path, display_path(path, site_dir), problems)
+            if source is not None:
+                files.append(source)
+    return files
+
+
+def compile_tree(
+    policies: Path, site: Path | None, today: datetime.date = TODAY
+) -> tuple[dict[str, Any], list[Problem]]:
+    """Compile and locate every problem (file:line), as ``xce-policy compile`` does."""
+    problems = Problems()
+    site_files = load_site(site, problems) if site is not None else []
+    build = compile_policies(policies, site_files, problems, today)
+    return build.document, Locator([*build.sources, *site_files]).locate_all(problems)
+
+
+def copy_policies(dest: Path) -> Path:
+    shutil.copytree(POLICIES, dest)
+    return dest
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def opcode_names(doc: dict[str, Any], role: str) -> list[str]:
+    return [o["name"] for o in doc["roles"][role]["opcodes"]]

@@ -1,0 +1,120 @@
+"""``xce-policy`` as users and CI run it: files written, exit codes, messages with lines."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compiler.canonical import digest
+from compiler.policy.cli import main
+from tests.policy.gitrepo import PolicyRepo
+from tests.policy.helpers import ROOT
+
+
+def test_compile_writes_the_allowlists_and_their_digest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = PolicyRepo(tmp_path / "repo")
+    assert main(["compile", "--repo", str(repo.path)]) == 0
+    written = repo.path / "build" / "allowlists.json"
+    doc = json.loads(written.read_bytes())
+    assert set(doc["proxies"]) == {"proxy-a", "proxy-b", "proxy-idle"}
+    assert "site-monitor" in doc["roles"]
+    assert digest(written.read_bytes()) in capsys.readouterr().out
+    # the same input gives the same bytes
+    first = written.read_bytes()
+    assert main(["compile", "--repo", str(repo.path), "--out", "again"]) == 0
+    assert (repo.path / "again" / "allowlists.json").read_bytes() == first
+
+
+def test_compile_errors_name_file_and_line_and_write_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = PolicyRepo(tmp_path / "repo")
+    repo.edit("site-config/policy-roles.yaml", '"supply.report"]', '"supply.reprot"]')
+    monkeypatch.chdir(repo.path)
+    assert main(["compile", "--format", "github"]) == 1
+    err = capsys.readouterr().err
+    assert "::error file=site-config/policy-roles.yaml,line=6," in err
+    assert "unknown opcode 'supply.reprot'" in err and "did you mean 'supply.report'?" in err
+    assert not (repo.path / "build").exists()
+
+
+def test_compile_without_a_site_and_with_a_missing_explicit_site(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = PolicyRepo(tmp_path / "repo", with_policies=False)
+    (repo.path / "policies").symlink_to(ROOT / "policies")
+    assert main(["compile", "--repo", str(repo.path)]) == 0  # default site-config: optional
+    assert json.loads((repo.path / "build" / "allowlists.json").read_text())["proxies"] == {}
+    assert main(["compile", "--repo", str(repo.path), "--site", "sites/east"]) == 1
+    assert "XCE662" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_1_not_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["review"]) == 1  # --base is required; 2 would read as "changes"
+    assert "XCE670" in capsys.readouterr().err
+    assert main(["review", "--base", "x", "--format", "yaml"]) == 1
+    assert main(["frobnicate"]) == 1
+
+
+def test_review_process_exit_code_for_ci(tmp_path: Path) -> None:
+    repo = PolicyRepo(tmp_path / "repo")
+    repo.edit(
+        "policies/roles.yaml",
+        "      - job.requeue\n",
+        "      - job.requeue\n      - config.reload\n",
+    )
+    repo.commit("scheduler reloads config")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compiler.policy.cli",
+            "review",
+            "--base",
+            "HEAD~1",
+            "--format",
+            "markdown",
+        ],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 1, done.stderr  # scheduler may not hold an admin opcode
+    assert "XCE630" in done.stderr and "Traceback" not in done.stderr
+    text = (repo.path / "site-config" / "policy-waivers.yaml").read_text()
+    repo.write(
+        "site-config/policy-waivers.yaml",
+        text
+        + text[text.index("    - name:") :]
+        .replace("proxy-admin-reload", "scheduler-reload")
+        .replace("role: proxy", "role: scheduler"),
+    )
+    repo.commit("waive it")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compiler.policy.cli",
+            "review",
+            "--base",
+            "HEAD~2",
+            "--format",
+            "markdown",
+        ],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 3, done.stderr
+    assert "| ⚠️ | role `scheduler` | gains `config.reload (801, admin)` |" in done.stdout
+    assert "| ⚠️ | waiver `scheduler-reload` | added:" in done.stdout
