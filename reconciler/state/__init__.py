@@ -1,0 +1,69 @@
+"""The state store: locks, epochs, runs, the apply journal and site history.
+
+``open_store`` picks the backend from ``--state`` (or ``XCE_STATE_URL``): a plain path
+or ``sqlite:`` URL opens SQLite, ``postgresql://`` / ``postgres://`` opens PostgreSQL.
+Either way the store's schema is migrated to this code's version on open.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from reconciler.state.errors import LockHeld, LockLost, StateError
+from reconciler.state.heartbeat import Heartbeat
+from reconciler.state.holder import current_holder
+from reconciler.state.sql_store import SqlStore
+from reconciler.state.store import (
+    Applied,
+    DriftRecord,
+    Holder,
+    JournalEntry,
+    Lock,
+    OpStatus,
+    PlannedOp,
+    Run,
+    RunStatus,
+    StateStore,
+)
+from reconciler.state.urls import PostgresTarget, parse_target, redact
+
+ENV_URL = "XCE_STATE_URL"
+
+__all__ = [
+    "ENV_URL",
+    "Applied",
+    "DriftRecord",
+    "Heartbeat",
+    "Holder",
+    "JournalEntry",
+    "Lock",
+    "LockHeld",
+    "LockLost",
+    "OpStatus",
+    "PlannedOp",
+    "Run",
+    "RunStatus",
+    "StateError",
+    "StateStore",
+    "current_holder",
+    "open_store",
+    "redact",
+]
+
+
+def open_store(
+    url_or_path: str | None, default_path: Path, env: Mapping[str, str] | None = None
+) -> StateStore:
+    """Open (and migrate) the store named by the argument, else $XCE_STATE_URL, else the file."""
+    env = os.environ if env is None else env
+    chosen = url_or_path or env.get(ENV_URL) or str(default_path)
+    target = parse_target(chosen)
+    if isinstance(target, PostgresTarget):
+        from reconciler.state.postgres_backend import PostgresBackend  # psycopg only if used
+
+        return SqlStore(PostgresBackend(target))
+    from reconciler.state.sqlite_backend import SqliteBackend
+
+    return SqlStore(SqliteBackend(target.path))

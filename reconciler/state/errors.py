@@ -1,0 +1,121 @@
+"""State-store failures as user-facing problems (XCE800–XCE819), never tracebacks.
+
+The problem's subject is the store (a path or a password-free URL), so messages need
+not repeat it. Each error is a ``UserError`` so ``run_cli`` prints it; the subclasses let
+the apply tell a lock held by another runner from a store that cannot be reached.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from compiler.problems import Problem, UserError
+from reconciler.state.store import Lock
+
+
+class StateError(UserError):
+    """A state-store problem the user must act on (connectivity, schema, locks)."""
+
+    def __init__(self, code: str, message: str, hint: str, subject: str) -> None:
+        super().__init__([Problem(code, message, hint, subject=subject)])
+        self.code = code
+
+
+class LockHeld(StateError):
+    """Another runner holds the lock; carries who, so callers can report or wait."""
+
+    def __init__(self, lock: Lock, label: str, waited: float) -> None:
+        self.lock = lock
+        job = f", CI job {lock.job_id}" if lock.job_id else ""
+        waited_text = f"; gave up after waiting {waited:g} s" if waited > 0 else ""
+        super().__init__(
+            "XCE806",
+            f"lock {lock.name!r} is held by {lock.holder} (host {lock.host}{job}) since "
+            f"{_when(lock.acquired)}, lease until {_when(lock.expires)}{waited_text}",
+            "another apply is running: retry when it is done, or let this run wait for the "
+            "lock; if that runner is gone, wait for its lease to expire or run "
+            f"`xce-lock release {lock.name}`",
+            label,
+        )
+
+
+class LockLost(StateError):
+    """The caller no longer holds the lock (it expired and was taken over, or was forced)."""
+
+    def __init__(self, name: str, holder: str, current: Lock | None, label: str) -> None:
+        self.current = current
+        now = (
+            f"it is now held by {current.holder} (host {current.host})"
+            if current is not None
+            else "nobody holds it now"
+        )
+        super().__init__(
+            "XCE807",
+            f"lock {name!r} is no longer held by {holder}; {now}",
+            "the lease expired or was released by force; stop changing things and start "
+            "a new run, which takes the lock again",
+            label,
+        )
+
+
+def _when(at: datetime) -> str:
+    return at.isoformat(timespec="seconds")
+
+
+def bad_url(text: str, why: str) -> StateError:
+    return StateError(
+        "XCE800",
+        f"not understood as a state store: {why}",
+        "give a file path, sqlite:///abs/path, or postgresql://user@host:port/db",
+        text,
+    )
+
+
+def cannot_open(label: str, why: str) -> StateError:
+    return StateError(
+        "XCE801",
+        f"cannot open the state store: {why}",
+        "check the path or URL, that the server is up and reachable, and the credentials "
+        "(keep passwords in PGPASSWORD or a pgpass file, not in the URL)",
+        label,
+    )
+
+
+def store_failed(label: str, why: str) -> StateError:
+    return StateError(
+        "XCE802",
+        f"the state store failed: {why}",
+        "the database is unreachable, locked for too long, read-only or out of space; "
+        "fix it and run again (finished operations are journaled and will be skipped)",
+        label,
+    )
+
+
+def schema_too_new(label: str, found: int, supported: int) -> StateError:
+    return StateError(
+        "XCE803",
+        f"the state store has schema version {found}, newer than this xce-gitops supports "
+        f"({supported})",
+        "a newer xce-gitops has migrated this store; upgrade xce-gitops on this runner "
+        "(never point an older one at a newer store)",
+        label,
+    )
+
+
+def migration_failed(label: str, version: int, why: str) -> StateError:
+    return StateError(
+        "XCE804",
+        f"migrating the state store to schema version {version} failed: {why}",
+        "the migration was rolled back; if the database holds other tables with the same "
+        "names, use a dedicated database or schema",
+        label,
+    )
+
+
+def not_a_store(label: str, why: str) -> StateError:
+    return StateError(
+        "XCE805",
+        f"not a state store: {why}",
+        "point --state / XCE_STATE_URL at an xce-gitops state database, or at a new file",
+        label,
+    )

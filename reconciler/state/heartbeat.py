@@ -1,0 +1,60 @@
+"""Keeps a lease alive while a long apply runs, and tells the apply when it was lost.
+
+The lease TTL stays short (a crashed runner frees the lock soon), while a background
+thread renews it every third of the TTL. A store that cannot be reached is retried until
+the lease would have run out; the apply calls ``check()`` between provider calls and
+stops once the lock is lost.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from reconciler.state.errors import LockLost, StateError
+from reconciler.state.store import Lock, StateStore
+
+
+class Heartbeat:
+    """``with Heartbeat(store, lock, ttl) as beat:`` … ``beat.check()`` between calls."""
+
+    def __init__(
+        self, store: StateStore, lock: Lock, ttl: float, interval: float | None = None
+    ) -> None:
+        self._store = store
+        self._name = lock.name
+        self._holder = lock.holder
+        self._ttl = ttl
+        self._interval = ttl / 3 if interval is None else interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat {lock.name}")
+        self._thread.daemon = True
+        self.lock = lock
+        self.failure: StateError | None = None
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def check(self) -> None:
+        """Raise why the lease was lost (``LockLost`` or an unreachable store), if it was."""
+        if self.failure is not None:
+            raise self.failure
+
+    def _beat(self) -> None:
+        renewed = time.monotonic()
+        while not self._stop.wait(self._interval):
+            try:
+                self.lock = self._store.renew(self._name, self._holder, self._ttl)
+                renewed = time.monotonic()
+            except LockLost as err:
+                self.failure = err
+                return
+            except StateError as err:
+                if time.monotonic() - renewed >= self._ttl:
+                    self.failure = err
+                    return

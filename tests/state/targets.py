@@ -1,0 +1,55 @@
+"""Store locations for tests, shared by the fixtures, the tests and their worker processes."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import psycopg
+import pytest
+
+from reconciler.state import StateStore, open_store
+
+
+@dataclass(frozen=True)
+class Target:
+    """A fresh, empty store location, and a raw driver connection to build old schemas."""
+
+    backend: str  # "sqlite" or "postgresql"
+    url: str  # what --state would say
+
+    def open(self) -> StateStore:
+        return open_store(self.url, Path("/nonexistent/unused.db"), env={})
+
+    def raw(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement outside the store (autocommit), as an operator or old code would."""
+        if self.backend == "sqlite":
+            with closing(sqlite3.connect(self.url, isolation_level=None)) as conn:
+                return conn.execute(sql, params).fetchall()
+        with psycopg.connect(self.url, autocommit=True) as pg:
+            cur = pg.execute(sql.replace("?", "%s"), params)
+            return cur.fetchall() if cur.description else []
+
+
+PG_ENV = "XCE_TEST_PG_URL"
+
+
+def pg_base_url() -> str:
+    url = os.environ.get(PG_ENV)
+    if url:
+        return url
+    reason = f'{PG_ENV} is not set; start a server with: eval "$(scripts/postgres.sh start)"'
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"PostgreSQL tests cannot run under CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def with_options(url: str, **params: str) -> str:
+    query = "&".join(f"{k}={quote(v, safe='')}" for k, v in params.items())
+    return f"{url}{'&' if '?' in url else '?'}{query}"

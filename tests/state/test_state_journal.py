@@ -1,0 +1,134 @@
+"""Runs and the operation journal: recorded before each call, queried to resume a plan."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.state import OpStatus, PlannedOp, RunStatus, StateStore
+
+PLAN = "sha256:" + "a" * 64
+OTHER_PLAN = "sha256:" + "b" * 64
+
+
+def op(n: str, action: str = "create") -> PlannedOp:
+    return PlannedOp(f"op-{n}", action, f"volume-dir/shared/{n}", "shared-fs")
+
+
+def test_run_lifecycle(store: StateStore) -> None:
+    run = store.start_run("run-1", PLAN, "alice@ci:1/x")
+    assert (run.status, run.finished, run.plan_digest) == (RunStatus.RUNNING, None, PLAN)
+    done = store.finish_run("run-1", RunStatus.SUCCEEDED)
+    assert done.status is RunStatus.SUCCEEDED
+    assert done.finished is not None and done.finished >= done.started
+    assert store.get_run("run-1") == done
+    assert store.get_run("run-2") is None
+    with pytest.raises(LookupError):
+        store.finish_run("run-2", RunStatus.FAILED)
+
+
+def test_runs_most_recent_first_and_by_plan(store: StateStore) -> None:
+    for run_id, digest in [("r1", PLAN), ("r2", OTHER_PLAN), ("r3", PLAN)]:
+        store.start_run(run_id, digest, "h")
+    assert [r.run_id for r in store.runs()] == ["r3", "r2", "r1"]
+    assert [r.run_id for r in store.runs(PLAN)] == ["r3", "r1"]
+    assert [r.run_id for r in store.runs(limit=1)] == ["r3"]
+
+
+def test_op_recorded_before_and_after_the_call(store: StateStore) -> None:
+    store.start_run("r1", PLAN, "h")
+    store.journal_add("r1", [op("alice"), op("bob")])
+    pending = store.journal(run_id="r1")
+    assert [(e.op_id, e.status, e.attempts) for e in pending] == [
+        ("op-alice", OpStatus.PENDING, 0),
+        ("op-bob", OpStatus.PENDING, 0),
+    ]
+    running = store.journal_start("r1", op("alice"))
+    assert (running.status, running.attempts, running.finished) == (OpStatus.RUNNING, 1, None)
+    assert running.started is not None
+    done = store.journal_finish("op-alice", OpStatus.DONE, result={"entry": {"id": "x", "n": 1}})
+    assert done.status is OpStatus.DONE
+    assert done.result == {"entry": {"id": "x", "n": 1}}
+    assert done.finished is not None and done.finished >= running.started
+    failed = store.journal_finish("op-bob", OpStatus.FAILED, error="UNAVAILABLE: proxy down")
+    assert (failed.status, failed.error, failed.result) == (
+        OpStatus.FAILED,
+        "UNAVAILABLE: proxy down",
+        None,
+    )
+
+
+def test_finish_needs_a_final_status_and_a_known_op(store: StateStore) -> None:
+    store.start_run("r1", PLAN, "h")
+    store.journal_start("r1", op("alice"))
+    with pytest.raises(ValueError, match="final status"):
+        store.journal_finish("op-alice", OpStatus.RUNNING)
+    with pytest.raises(LookupError):
+        store.journal_finish("op-nobody", OpStatus.DONE)
+
+
+def test_resume_skips_done_ops_and_retries_the_rest(store: StateStore) -> None:
+    ops = [op("a"), op("b"), op("c"), op("d")]
+    store.start_run("r1", PLAN, "h")
+    store.journal_add("r1", ops)
+    store.journal_start("r1", ops[0])
+    store.journal_finish("op-a", OpStatus.DONE)
+    store.journal_start("r1", ops[1])
+    store.journal_finish("op-b", OpStatus.FAILED, error="boom")
+    store.journal_start("r1", ops[2])  # the runner died during this call
+    store.finish_run("r1", RunStatus.INTERRUPTED)
+
+    assert store.done_op_ids(PLAN) == {"op-a"}
+    assert store.done_op_ids(OTHER_PLAN) == frozenset()
+
+    store.start_run("r2", PLAN, "h2")
+    store.journal_add("r2", ops)
+    by_id = {e.op_id: e for e in store.journal(plan_digest=PLAN)}
+    assert by_id["op-a"].run_id == "r1" and by_id["op-a"].status is OpStatus.DONE
+    assert {e.op_id for e in store.journal(run_id="r2")} == {"op-b", "op-c", "op-d"}
+    assert all(e.status is OpStatus.PENDING for e in store.journal(run_id="r2"))
+
+    # a done op is never started again, even if asked
+    again = store.journal_start("r2", ops[0])
+    assert (again.status, again.attempts, again.run_id) == (OpStatus.DONE, 1, "r1")
+    retry = store.journal_start("r2", ops[1])
+    assert (retry.status, retry.attempts, retry.error) == (OpStatus.RUNNING, 2, None)
+    store.journal_finish("op-b", OpStatus.DONE)
+    assert store.done_op_ids(PLAN) == {"op-a", "op-b"}
+
+
+def test_journal_query_needs_exactly_one_key(store: StateStore) -> None:
+    with pytest.raises(ValueError):
+        store.journal()
+    with pytest.raises(ValueError):
+        store.journal(run_id="r1", plan_digest=PLAN)
+
+
+def test_large_journal_is_recorded_in_bulk(store: StateStore) -> None:
+    ops = [op(f"{n:06d}") for n in range(20_000)]
+    store.start_run("r1", PLAN, "h")
+    store.journal_add("r1", ops)
+    for planned in ops[:3]:
+        store.journal_start("r1", planned)
+        store.journal_finish(planned.op_id, OpStatus.DONE)
+    entries = store.journal(run_id="r1")
+    assert len(entries) == 20_000
+    assert store.done_op_ids(PLAN) == {"op-000000", "op-000001", "op-000002"}
+
+
+def test_applied_digest_per_site(store: StateStore) -> None:
+    assert store.get_applied("hpc-east") is None
+    store.set_applied("hpc-east", "sha256:1", "abc123")
+    latest = store.set_applied("hpc-east", "sha256:2", None)
+    store.set_applied("hpc-west", "sha256:9", "fff")
+    assert store.get_applied("hpc-east") == latest
+    assert (latest.digest, latest.revision) == ("sha256:2", None)
+
+
+def test_drift_history_most_recent_first(store: StateStore) -> None:
+    for n in range(3):
+        store.record_drift("hpc-east", {"missing": n, "extra": 0})
+    store.record_drift("hpc-west", {"missing": 7})
+    history = store.drift_history("hpc-east")
+    assert [h.counts["missing"] for h in history] == [2, 1, 0]
+    assert [h.counts["missing"] for h in store.drift_history("hpc-east", limit=2)] == [2, 1]
+    assert store.drift_history("hpc-north") == []
