@@ -1,0 +1,271 @@
+"""The live supply map: every bound provider's inventory, gathered in parallel and merged.
+
+A provider that fails, times out, answers garbage or reports only part of what it holds
+is listed in ``unknown`` with the reason, and its entries are left out: they are
+*unknown*, never *absent*, so the planner plans nothing (no create, no delete) for them.
+The same holds for providers not asked at all (``only``). ``load_live_snapshot`` reads
+the same map from a file that proxies exported (``xce-plan --live FILE``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from compiler.problems import Problem, Severity, UserError, Where
+from compiler.supply_map import Entry, SupplyMap
+from reconciler.protocol import ErrorCode, ProviderError, Request
+from reconciler.providers.registry import open_provider
+
+# Problem codes (docs/errors.md, "Providers and live map").
+BAD_BINDING = "XCE700"
+UNAVAILABLE = "XCE701"
+TIMED_OUT = "XCE702"
+GARBAGE = "XCE703"
+REFUSED = "XCE704"
+PARTIAL = "XCE705"
+DUPLICATE = "XCE706"
+SNAPSHOT_UNREADABLE = "XCE707"
+SNAPSHOT_NOT_JSON = "XCE708"
+SNAPSHOT_SHAPE = "XCE709"
+NOT_BOUND = "XCE710"
+BAD_BINDINGS = "XCE711"
+
+MAX_SNAPSHOT_PROBLEMS = 100
+_REQUIRED = ("id", "kind", "state", "source")
+_OPTIONAL_TEXT = ("provider", "location", "owner")
+_OBJECTS = ("attributes", "spec")
+
+_BY_CODE = {
+    ErrorCode.UNAVAILABLE: UNAVAILABLE,
+    ErrorCode.DEADLINE_EXCEEDED: TIMED_OUT,
+    ErrorCode.INTERNAL: GARBAGE,
+}
+_HINTS = {
+    BAD_BINDING: "fix the provider's binding (kind, command, timeout, params, secrets)",
+    UNAVAILABLE: "check that the provider's proxy runs and its command is installed; "
+    "until it answers, its entries are unknown and nothing is planned for them",
+    TIMED_OUT: "the provider did not answer within its binding's timeout; "
+    "until it answers, its entries are unknown and nothing is planned for them",
+    GARBAGE: "the provider's reply does not follow the protocol (docs/providers.md); "
+    "until it does, its entries are unknown and nothing is planned for them",
+    REFUSED: "fix the cause the provider names; until then its entries are unknown",
+    PARTIAL: "see why the provider could not see everything it holds; "
+    "until it reports a complete inventory, its entries are unknown",
+    DUPLICATE: "each entry must be held by exactly one provider: check the bindings",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LiveResult:
+    live: SupplyMap
+    problems: tuple[Problem, ...] = ()
+
+
+@dataclass(slots=True)
+class _Report:
+    """One provider's answer: entries and generation, or why there are none."""
+
+    provider: str
+    entries: list[Entry] = field(default_factory=list)
+    generation: int | None = None
+    reason: str | None = None
+    problem: Problem | None = None
+
+
+def entry_errors(doc: object) -> list[tuple[str | None, str]]:
+    """What is wrong with one entry object, as (field, message) pairs; empty when valid."""
+    if not isinstance(doc, Mapping):
+        return [(None, "entry is not an object")]
+    get = doc.get  # one entry of millions: keep the valid path to a few dict lookups
+    errs: list[tuple[str | None, str]] = []
+    for key in _REQUIRED:
+        value = get(key)
+        if not isinstance(value, str) or not value:
+            errs.append((key, f"'{key}' must be a non-empty string"))
+    for key in _OPTIONAL_TEXT:
+        value = get(key)
+        if value is not None and not isinstance(value, str):
+            errs.append((key, f"'{key}' must be a string"))
+    amount = get("amount")
+    if amount is not None and (not isinstance(amount, int) or isinstance(amount, bool)):
+        errs.append(("amount", "'amount' must be an integer in base units"))
+    for key in _OBJECTS:
+        value = get(key)
+        if value is not None and not isinstance(value, Mapping):
+            errs.append((key, f"'{key}' must be an object"))
+    if not errs and not doc["id"].startswith(doc["kind"] + "/"):
+        errs.append(("id", f"id {doc['id']!r} does not start with its kind '{doc['kind']}/'"))
+    return errs
+
+
+def _failed(provider: str, err: ProviderError, code: str | None = None) -> _Report:
+    message = err.message
+    if not message.startswith(f"provider '{provider}'"):
+        message = f"provider '{provider}' could not report its inventory: {message}"
+    code = code or _BY_CODE.get(err.code, REFUSED)
+    severity = Severity.ERROR if code == BAD_BINDING else Severity.WARNING
+    problem = Problem(code, message, _HINTS[code], severity=severity, subject=provider)
+    return _Report(provider, reason=f"{err.code.value}: {message}", problem=problem)
+
+
+def _garbage(provider: str, what: str) -> _Report:
+    err = ProviderError(ErrorCode.INTERNAL, f"provider '{provider}' answered garbage ({what})")
+    return _failed(provider, err)
+
+
+def _parse_inventory(provider: str, result: Mapping[str, Any]) -> _Report:
+    generation, entries = result.get("generation"), result.get("entries")
+    if not isinstance(generation, int) or isinstance(generation, bool) or generation < 0:
+        return _garbage(provider, "inventory 'generation' is not a non-negative integer")
+    if not isinstance(result.get("complete"), bool) or not isinstance(entries, list):
+        return _garbage(provider, "inventory needs a boolean 'complete' and an 'entries' list")
+    if not result["complete"]:
+        message = f"provider '{provider}' reported a partial inventory (complete: false)"
+        problem = Problem(PARTIAL, message, _HINTS[PARTIAL], severity=Severity.WARNING,
+                          subject=provider)
+        return _Report(provider, generation=generation, reason=message, problem=problem)
+    parsed: dict[str, Entry] = {}
+    for i, doc in enumerate(entries):
+        errs = entry_errors(doc)
+        if errs:
+            return _garbage(provider, f"inventory entry #{i}: {errs[0][1]}")
+        if doc.get("provider") not in (None, provider):
+            return _garbage(provider, f"entry {doc['id']} claims provider {doc['provider']!r}")
+        if doc["id"] in parsed:
+            return _garbage(provider, f"entry {doc['id']} is listed twice")
+        entry = Entry.from_json(doc)
+        parsed[entry.id] = entry if entry.provider else replace(entry, provider=provider)
+    return _Report(provider, list(parsed.values()), generation)
+
+
+def _ask(provider: str, binding: Any, workdir: Path, owner: str) -> _Report:
+    try:
+        transport = open_provider(provider, binding, workdir)
+    except ProviderError as err:
+        bad = err.code is ErrorCode.INVALID_ARGUMENT
+        return _failed(provider, err, BAD_BINDING if bad else None)
+    try:
+        reply = transport.call(Request(verb="inventory", owner=owner))
+    finally:
+        transport.close()
+    if not reply.ok:
+        assert reply.error is not None
+        return _failed(provider, reply.error)
+    return _parse_inventory(provider, reply.result)
+
+
+def _merge(reports: Iterable[_Report]) -> tuple[dict[str, Entry], list[Problem]]:
+    """Entries of all providers keyed by id; an id held by two providers is a problem."""
+    merged: dict[str, Entry] = {}
+    problems: list[Problem] = []
+    for report in reports:
+        for entry in report.entries:
+            first = merged.setdefault(entry.id, entry)
+            if first is not entry:
+                problems.append(Problem(
+                    DUPLICATE,
+                    f"entry {entry.id} is reported by providers '{first.provider}' and "
+                    f"'{entry.provider}'; keeping the report of '{first.provider}'",
+                    _HINTS[DUPLICATE], subject=entry.provider,
+                ))
+    return merged, problems
+
+
+def gather_live(
+    bindings: Mapping[str, Any],
+    workdir: Path,
+    owner: str,
+    max_workers: int = 8,
+    only: Collection[str] | None = None,
+) -> LiveResult:
+    """Ask every bound provider (``bindings`` is the bindings.json document) for its inventory.
+
+    ``only`` restricts the providers asked; the others are listed as unknown.
+    """
+    providers = bindings.get("providers") if isinstance(bindings, Mapping) else None
+    if not isinstance(providers, Mapping):
+        problem = Problem(BAD_BINDINGS, "bindings have no 'providers' object",
+                          "pass the bindings.json the compiler wrote", subject="bindings")
+        return LiveResult(SupplyMap(entries={}, owner=owner), (problem,))
+    problems: list[Problem] = [
+        Problem(NOT_BOUND, f"provider '{name}' is not bound", "check the provider name",
+                subject=name)
+        for name in sorted(set(only or ()) - set(providers))
+    ]
+    asked = sorted(n for n in providers if only is None or n in only)
+    unknown = {n: "not asked (restricted to other providers)" for n in providers if n not in asked}
+    reports: list[_Report] = []
+    if asked:
+        with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(asked)))) as pool:
+            reports = list(pool.map(lambda n: _ask(n, providers[n], workdir, owner), asked))
+    for report in reports:
+        if report.problem is not None:
+            problems.append(report.problem)
+        if report.reason is not None:
+            unknown[report.provider] = report.reason
+    entries, dup_problems = _merge(r for r in reports if r.reason is None)
+    generations = {r.provider: r.generation for r in reports if r.generation is not None}
+    live = SupplyMap(
+        entries=entries,
+        site=owner.removeprefix("site/"),
+        owner=owner,
+        unknown=dict(sorted(unknown.items())),
+        generations=generations,
+    )
+    return LiveResult(live, (*problems, *dup_problems))
+
+
+def _snapshot_problems(doc: Any, file: str) -> list[Problem]:
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("entries"), list):
+        return [Problem(SNAPSHOT_SHAPE, "a live map must be an object with an 'entries' list",
+                        "export it with the same format as build/supply-map.json", Where(file))]
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(doc["entries"]):
+        for key, message in entry_errors(raw):
+            path: tuple[str | int, ...] = ("entries", i) + ((key,) if key else ())
+            problems.append(Problem(SNAPSHOT_SHAPE, f"entry #{i}: {message}", "",
+                                    Where(file, path)))
+        entry_id = raw.get("id") if isinstance(raw, Mapping) else None
+        if not isinstance(entry_id, str):
+            continue
+        if entry_id in seen:
+            problems.append(Problem(SNAPSHOT_SHAPE, f"entry {entry_id} is listed twice", "",
+                                    Where(file, ("entries", i, "id"))))
+        seen.add(entry_id)
+    for key in ("unknown", "generations", "settings"):
+        if doc.get(key) is not None and not isinstance(doc[key], Mapping):
+            problems.append(Problem(SNAPSHOT_SHAPE, f"'{key}' must be an object", "",
+                                    Where(file, (key,))))
+    return problems
+
+
+def load_live_snapshot(path: Path) -> SupplyMap:
+    """A live map saved to a file; any problem with it raises UserError naming the file."""
+    file = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise UserError([Problem(SNAPSHOT_UNREADABLE, f"cannot read live map: {err.strerror}",
+                                 "pass the path of a live map JSON file", Where(file))]) from None
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        where = Where(file, line=err.lineno, column=err.colno)
+        raise UserError([Problem(SNAPSHOT_NOT_JSON, f"live map is not valid JSON: {err.msg}",
+                                 "", where)]) from None
+    problems = _snapshot_problems(doc, file)
+    if problems:
+        shown = problems[:MAX_SNAPSHOT_PROBLEMS]
+        if len(problems) > len(shown):
+            shown.append(Problem(SNAPSHOT_SHAPE,
+                                 f"… and {len(problems) - len(shown)} more problems", "",
+                                 Where(file)))
+        raise UserError(shown)
+    return SupplyMap.from_json(doc)

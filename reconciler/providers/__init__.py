@@ -1,0 +1,1 @@
+"""Built-in providers (directory, dataset-copy, controller-map) and the binding registry."""

@@ -1,0 +1,371 @@
+"""The ``directory`` provider: shared volumes, per-user directories and quotas on a filesystem.
+
+Volumes live at ``<base>/<spec.path>`` (``base`` is ``/`` in production, ``<workdir>/fs``
+with the embedded defaults). A volume root is root-owned with the spec's mode; each
+``<root>/<user>`` is 0700 and owned by the user (N12); quotas are per user or project
+(N8); ``update`` with ``params.action = "cleanup"`` removes job directories older than
+the volume's retention (N14). No step ever follows a symbolic link (see ``safe_fs``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from compiler.supply_map import Entry
+from reconciler.protocol import ErrorCode, ProviderError
+from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, Change, resolve_under
+from reconciler.providers.directory_quota import quota_command
+from reconciler.providers.directory_state import DirectoryState, Quota, Volume
+from reconciler.providers.names import (
+    id_parts,
+    invalid,
+    is_safe_name,
+    request_entry,
+    request_id,
+    safe_name,
+)
+from reconciler.providers.safe_fs import (
+    mode_text,
+    octal_mode,
+    open_dir_at,
+    open_trusted_dir,
+    refused,
+    remove_dir_at,
+    subdirs,
+    walk_dirs,
+)
+
+KINDS = {"volume": 1, "volume-dir": 2, "quota": 3}
+SCOPES = ("user", "project")
+MAX_LISTED = 1000  # removed job directories named in a cleanup reply (all are counted)
+
+Putter = Callable[[list[str], Mapping[str, Any], bool], Change]
+
+
+def path_parts(path: object) -> list[str]:
+    """``/shared/vol`` → ``["shared", "vol"]``, every component path-safe."""
+    if not isinstance(path, str) or not path.strip("/"):
+        raise invalid(f"volume path must be a non-empty path string, got {path!r}")
+    return [safe_name(p, "volume path component") for p in path.strip("/").split("/")]
+
+
+def owner_ids(owner: str) -> tuple[int, int] | None:
+    """The uid and primary gid of a user name, or None where it does not resolve here."""
+    try:
+        pw = pwd.getpwnam(owner)
+    except KeyError:
+        return None
+    return pw.pw_uid, pw.pw_gid
+
+
+class UserNames:
+    """uid → user name, looked up once per uid per inventory (LDAP lookups are slow)."""
+
+    def __init__(self) -> None:
+        self._names: dict[int, str] = {}
+
+    def __call__(self, uid: int) -> str:
+        if uid not in self._names:
+            try:
+                self._names[uid] = pwd.getpwuid(uid).pw_name
+            except KeyError:
+                self._names[uid] = str(uid)
+        return self._names[uid]
+
+
+class DirectoryProvider(BuiltinProvider):
+    kind = "directory"
+    capabilities = tuple(KINDS)
+
+    def __init__(self, name: str, params: Mapping[str, Any], workdir: Path) -> None:
+        super().__init__(name, params, workdir)
+        self.base = resolve_under(workdir, params.get("base"), "fs", "base")
+        if not Path(str(params.get("base") or "fs")).is_absolute():
+            self.base.mkdir(parents=True, exist_ok=True)  # the embedded default lives here
+        self.quota_command = quota_command(params)
+        self.configured = self._configured_volumes(params.get("volumes"))
+        self.state = DirectoryState(self.state_dir / "directory.sqlite")
+
+    @staticmethod
+    def _configured_volumes(raw: object) -> dict[str, Volume]:
+        """Optional ``params.volumes`` ({name: path}): volumes to report before any create."""
+        if raw is None:
+            return {}
+        if not isinstance(raw, Mapping):
+            raise invalid("param volumes must be an object {name: path}")
+        out = {}
+        for name, path in raw.items():
+            path_parts(path)
+            out[safe_name(name, "volume name")] = Volume(name, str(path), None)
+        return out
+
+    def close(self) -> None:
+        self.state.close()
+        super().close()
+
+    # --- reading --------------------------------------------------------------------------
+
+    def volumes(self) -> dict[str, Volume]:
+        return {**self.configured, **self.state.volumes()}
+
+    def known_volume(self, name: str) -> Volume:
+        vol = self.volumes().get(name)
+        if vol is None:
+            raise refused(f"volume {name!r} is not managed by provider {self.name!r}; "
+                          f"create volume/{name} first")
+        return vol
+
+    @contextmanager
+    def volume_root(self, vol: Volume, create_mode: int | None = None) -> Iterator[int]:
+        with (
+            open_trusted_dir(self.base, "base") as base_fd,
+            walk_dirs(base_fd, path_parts(vol.path), self.base, create_mode) as fd,
+        ):
+            yield fd
+
+    @contextmanager
+    def existing_root(self, vol: Volume) -> Iterator[int]:
+        """The root of a volume that user directories and quotas need to exist already."""
+        try:
+            with self.volume_root(vol) as fd:
+                yield fd
+        except ProviderError as err:
+            if err.code is ErrorCode.NOT_FOUND:
+                raise refused(f"volume {vol.name!r}: {err.message}; create it first") from None
+            raise
+
+    def probe(self) -> dict[str, Any]:
+        try:
+            with open_trusted_dir(self.base, "base"):
+                return {"ready": True}
+        except ProviderError as err:
+            return {"ready": False, "detail": err.message}
+
+    def inventory(self, params: Mapping[str, Any]) -> list[Entry]:
+        entries: list[Entry] = []
+        names = UserNames()
+        for vol in sorted(self.volumes().values(), key=lambda v: v.name):
+            try:
+                with self.volume_root(vol) as fd:
+                    entries.append(self.volume_entry(vol, fd, names))
+                    pending = self.state.pending_owners(vol.name)
+                    entries.extend(
+                        self.dir_entry(vol, user, st, pending, names)
+                        for user, st in subdirs(fd)
+                        if is_safe_name(user)
+                    )
+            except ProviderError as err:
+                if err.code is not ErrorCode.NOT_FOUND:
+                    raise  # e.g. a symlink in a volume path: refuse to guess
+        entries.extend(self.quota_entry(q) for q in self.state.quotas())
+        return entries
+
+    def volume_entry(self, vol: Volume, fd: int, names: UserNames) -> Entry:
+        st, vfs = os.fstat(fd), os.fstatvfs(fd)
+        spec: dict[str, Any] = {"path": vol.path, "mode": mode_text(st.st_mode),
+                                "owner": names(st.st_uid)}
+        if vol.retention is not None:
+            spec["retention"] = vol.retention
+        return Entry(
+            id=f"volume/{vol.name}", kind="volume", state="available", source=LIVE_SOURCE,
+            provider=self.name, amount=vfs.f_blocks * vfs.f_frsize, spec=spec,
+        )
+
+    def dir_entry(
+        self, vol: Volume, user: str, st: os.stat_result, pending: Mapping[str, str],
+        names: UserNames,
+    ) -> Entry:
+        spec: dict[str, Any] = {"path": f"{vol.path.rstrip('/')}/{user}",
+                                "mode": mode_text(st.st_mode), "owner": names(st.st_uid)}
+        if user in pending and st.st_uid == os.geteuid():
+            spec["owner"] = pending[user]
+            spec["owner_applied"] = False
+        return Entry(
+            id=f"volume-dir/{vol.name}/{user}", kind="volume-dir", state="available",
+            source=LIVE_SOURCE, provider=self.name, spec=spec,
+        )
+
+    def quota_entry(self, q: Quota) -> Entry:
+        return Entry(
+            id=f"quota/{q.volume}/{q.scope}/{q.subject}", kind="quota", state="available",
+            source=LIVE_SOURCE, provider=self.name, location=f"volume/{q.volume}",
+            amount=q.limit, spec={"scope": q.scope, "subject": q.subject},
+        )
+
+    def capacity(self, params: Mapping[str, Any]) -> dict[str, int]:
+        target = params.get("id")
+        if target is None:
+            with open_trusted_dir(self.base, "base") as fd:
+                vfs = os.fstatvfs(fd)
+        else:
+            _, (name,) = id_parts(target, {"volume": 1})
+            with self.existing_root(self.known_volume(name)) as fd:
+                vfs = os.fstatvfs(fd)
+        total = vfs.f_blocks * vfs.f_frsize
+        return {"total": total, "used": total - vfs.f_bfree * vfs.f_frsize,
+                "free": vfs.f_bavail * vfs.f_frsize}
+
+    # --- changing -------------------------------------------------------------------------
+
+    def create(self, params: Mapping[str, Any]) -> Change:
+        return self._put(params, must_exist=False)
+
+    def update(self, params: Mapping[str, Any]) -> Change:
+        if params.get("action") == "cleanup":
+            entry = request_entry(params)
+            _, (name,) = id_parts(entry["id"], {"volume": 1})
+            return self.cleanup(self.known_volume(name), entry.get("spec") or {})
+        return self._put(params, must_exist=True)
+
+    def _put(self, params: Mapping[str, Any], must_exist: bool) -> Change:
+        entry = request_entry(params)
+        kind, parts = id_parts(entry["id"], KINDS)
+        putters: dict[str, Putter] = {
+            "volume": self.put_volume, "volume-dir": self.put_dir, "quota": self.put_quota,
+        }
+        return putters[kind](parts, entry, must_exist)
+
+    def put_volume(self, parts: list[str], entry: Mapping[str, Any], must_exist: bool) -> Change:
+        name = parts[0]
+        spec = entry.get("spec") or {}
+        known = self.volumes().get(name)
+        path = spec.get("path") or (known.path if known else None)
+        path_parts(path)
+        if known is not None and known.path != path:
+            raise refused(f"volume {name!r} is at {known.path}; moving it to {path} is not "
+                          "supported (create a new volume and migrate)")
+        retention = spec.get("retention", known.retention if known else None)
+        if retention is not None and (not isinstance(retention, int) or retention < 0):
+            raise invalid(f"volume {name!r}: spec.retention must be seconds, got {retention!r}")
+        mode = octal_mode(spec.get("mode"), 0o755, f"volume {name!r} spec.mode")
+        vol = Volume(name, str(path), retention)
+        with self.volume_root(vol, None if must_exist else 0o755) as fd:
+            os.fchmod(fd, mode)
+            if os.geteuid() == 0:
+                os.fchown(fd, 0, 0)  # the top of a shared volume is root-owned (N12)
+            self.state.put_volume(vol)
+            return Change(self.volume_entry(vol, fd, UserNames()))
+
+    def put_dir(self, parts: list[str], entry: Mapping[str, Any], must_exist: bool) -> Change:
+        vname, user = parts
+        vol = self.known_volume(vname)
+        spec = entry.get("spec") or {}
+        mode = octal_mode(spec.get("mode"), 0o700, f"volume-dir {vname}/{user} spec.mode")
+        owner = safe_name(spec.get("owner", user), "spec.owner")
+        shown = str(self.base.joinpath(*path_parts(vol.path), user))
+        details: dict[str, Any] = {}
+        with self.existing_root(vol) as root_fd:
+            if not must_exist:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(user, 0o700, dir_fd=root_fd)
+            fd = open_dir_at(root_fd, user, shown)
+            try:
+                os.fchmod(fd, mode)
+                ids = owner_ids(owner)
+                if ids is not None:
+                    os.fchown(fd, *ids)
+                else:
+                    details["warnings"] = [
+                        f"user {owner!r} does not resolve to a uid on this host: {shown} is left "
+                        "owned by root; the intended owner is recorded (owner_applied: false)"
+                    ]
+                self.state.set_pending_owner(vname, user, None if ids else owner)
+                pending = {} if ids else {user: owner}
+                return Change(self.dir_entry(vol, user, os.fstat(fd), pending, UserNames()),
+                              details)
+            finally:
+                os.close(fd)
+
+    def put_quota(self, parts: list[str], entry: Mapping[str, Any], must_exist: bool) -> Change:
+        vname, scope, subject = parts
+        if scope not in SCOPES:
+            raise invalid(f"quota scope must be 'user' or 'project', got {scope!r}")
+        vol = self.known_volume(vname)
+        limit = entry.get("amount")
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+            raise invalid(f"quota {entry['id']}: amount must be a limit in bytes, got {limit!r}")
+        if must_exist and self.state.quota(vname, scope, subject) is None:
+            raise ProviderError(ErrorCode.NOT_FOUND, f"{entry['id']} is not set")
+        self._run_quota(vol, scope, subject, limit)
+        quota = Quota(vname, scope, subject, limit)
+        self.state.put_quota(quota)
+        return Change(self.quota_entry(quota))
+
+    def _run_quota(self, vol: Volume, scope: str, subject: str, limit: int) -> None:
+        if self.quota_command is None:
+            return
+        with self.existing_root(vol):  # refuses a symlinked root before a tool follows it
+            path = str(self.base.joinpath(*path_parts(vol.path)))
+        self.quota_command.run(scope=scope, subject=subject, limit=limit, path=path,
+                               volume=vol.name)
+
+    def delete(self, params: Mapping[str, Any]) -> Change:
+        eid = request_id(params)
+        kind, parts = id_parts(eid, KINDS)
+        destroy = params.get("destroy") is True
+        vol = self.volumes().get(parts[0])
+        removed = False
+        if vol is not None and kind == "quota":
+            _, scope, subject = parts
+            if self.state.quota(vol.name, scope, subject) is not None:
+                self._run_quota(vol, scope, subject, 0)  # 0 = no limit for quota tools
+                self.state.drop_quota(vol.name, scope, subject)
+                removed = True
+        elif vol is not None and kind == "volume-dir":
+            removed = self._remove([*path_parts(vol.path), parts[1]], destroy)
+            self.state.set_pending_owner(vol.name, parts[1], None)
+        elif vol is not None:
+            removed = self._remove(path_parts(vol.path), destroy)
+            self.state.drop_volume(vol.name)
+        return Change(None, {"deleted": eid, "already_absent": not removed})
+
+    def _remove(self, parts: list[str], destroy: bool) -> bool:
+        """Remove ``<base>/<parts…>``: False when it (or its parent) is already gone."""
+        shown = str(self.base.joinpath(*parts))
+        with open_trusted_dir(self.base, "base") as base_fd:
+            try:
+                with walk_dirs(base_fd, parts[:-1], self.base) as parent_fd:
+                    return remove_dir_at(parent_fd, parts[-1], shown, destroy)
+            except ProviderError as err:
+                if err.code is ErrorCode.NOT_FOUND:
+                    return False
+                raise
+
+    def cleanup(self, vol: Volume, spec: Mapping[str, Any]) -> Change:
+        """Remove ``<root>/<user>/<jobid>`` directories not modified within the retention."""
+        ttl = spec.get("retention", vol.retention)
+        if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
+            raise refused(f"volume {vol.name!r} has no retention (spec.retention seconds)")
+        cutoff = time.time() - ttl
+        removed: list[str] = []
+        skipped = 0
+        with self.existing_root(vol) as root_fd:
+            for user, _ in list(subdirs(root_fd)):
+                if not is_safe_name(user):
+                    continue
+                try:
+                    user_fd = open_dir_at(root_fd, user, user)
+                except ProviderError:
+                    continue  # swapped for a link since the listing: never follow it
+                try:
+                    for job, st in list(subdirs(user_fd)):
+                        if st.st_mtime >= cutoff:
+                            continue
+                        try:  # rmtree refuses a directory swapped for a link meanwhile
+                            shutil.rmtree(job, dir_fd=user_fd)
+                            removed.append(f"{user}/{job}")
+                        except OSError:
+                            skipped += 1
+                finally:
+                    os.close(user_fd)
+            entry = self.volume_entry(vol, root_fd, UserNames())
+        return Change(entry, {"removed": sorted(removed)[:MAX_LISTED],
+                              "removed_count": len(removed), "skipped_count": skipped})

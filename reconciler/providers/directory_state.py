@@ -1,0 +1,115 @@
+"""What the directory provider remembers beside the filesystem it manages.
+
+The tree itself is the truth for volumes and user directories; this file only keeps
+what the tree cannot say: which volumes (path, retention) the provider manages, which
+user directories still wait for an owner that does not resolve to a uid here, and the
+quota limits it has set (the ``ledger`` quota backend *is* this table).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from reconciler.providers.sqlite_store import Store
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS volumes (name TEXT PRIMARY KEY, path TEXT NOT NULL, retention INTEGER);
+CREATE TABLE IF NOT EXISTS pending_owners (
+    volume TEXT NOT NULL, user TEXT NOT NULL, owner TEXT NOT NULL, PRIMARY KEY (volume, user)
+);
+CREATE TABLE IF NOT EXISTS quotas (
+    volume TEXT NOT NULL, scope TEXT NOT NULL, subject TEXT NOT NULL, limit_bytes INTEGER NOT NULL,
+    PRIMARY KEY (volume, scope, subject)
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Volume:
+    name: str
+    path: str  # absolute, as in the volume's spec; lives at <base>/<path>
+    retention: int | None  # seconds a job directory is kept (N14)
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    volume: str
+    scope: str  # "user" or "project"
+    subject: str
+    limit: int  # bytes
+
+
+class DirectoryState:
+    def __init__(self, path: Path) -> None:
+        self._store = Store(path, _SCHEMA)
+
+    def volumes(self) -> dict[str, Volume]:
+        with self._store.read() as db:
+            rows = db.execute("SELECT name, path, retention FROM volumes").fetchall()
+        return {name: Volume(name, path, retention) for name, path, retention in rows}
+
+    def put_volume(self, volume: Volume) -> None:
+        with self._store.write() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO volumes (name, path, retention) VALUES (?, ?, ?)",
+                (volume.name, volume.path, volume.retention),
+            )
+
+    def drop_volume(self, name: str) -> None:
+        with self._store.write() as db:
+            db.execute("DELETE FROM volumes WHERE name = ?", (name,))
+            db.execute("DELETE FROM pending_owners WHERE volume = ?", (name,))
+            db.execute("DELETE FROM quotas WHERE volume = ?", (name,))
+
+    def pending_owners(self, volume: str) -> dict[str, str]:
+        """user directory -> the owner it should have but could not be given yet."""
+        with self._store.read() as db:
+            rows = db.execute(
+                "SELECT user, owner FROM pending_owners WHERE volume = ?", (volume,)
+            ).fetchall()
+        return dict(rows)
+
+    def set_pending_owner(self, volume: str, user: str, owner: str | None) -> None:
+        with self._store.write() as db:
+            if owner is None:
+                db.execute(
+                    "DELETE FROM pending_owners WHERE volume = ? AND user = ?", (volume, user)
+                )
+            else:
+                db.execute(
+                    "INSERT OR REPLACE INTO pending_owners (volume, user, owner) VALUES (?, ?, ?)",
+                    (volume, user, owner),
+                )
+
+    def quotas(self) -> list[Quota]:
+        with self._store.read() as db:
+            rows = db.execute("SELECT volume, scope, subject, limit_bytes FROM quotas").fetchall()
+        return [Quota(*row) for row in rows]
+
+    def quota(self, volume: str, scope: str, subject: str) -> Quota | None:
+        with self._store.read() as db:
+            row = db.execute(
+                "SELECT volume, scope, subject, limit_bytes FROM quotas "
+                "WHERE volume = ? AND scope = ? AND subject = ?",
+                (volume, scope, subject),
+            ).fetchone()
+        return Quota(*row) if row else None
+
+    def put_quota(self, quota: Quota) -> None:
+        with self._store.write() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO quotas (volume, scope, subject, limit_bytes) "
+                "VALUES (?, ?, ?, ?)",
+                (quota.volume, quota.scope, quota.subject, quota.limit),
+            )
+
+    def drop_quota(self, volume: str, scope: str, subject: str) -> None:
+        with self._store.write() as db:
+            db.execute(
+                "DELETE FROM quotas WHERE volume = ? AND scope = ? AND subject = ?",
+                (volume, scope, subject),
+            )
+
+    def close(self) -> None:
+        self._store.close()

@@ -1,0 +1,118 @@
+"""From a binding (``build/bindings.json``) to a ready Transport for that provider.
+
+Built-in kinds are imported only when bound, so a site without a controller map never
+loads it. Each built-in keeps its state in ``<workdir>/providers/<name>/``; a
+persistent JSON-lines provider writes its stderr there too.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
+from reconciler.providers.base import state_dir
+from reconciler.transports import BuiltinTransport, ExecTransport, JsonLinesTransport, Transport
+from reconciler.transports.base import named_error
+
+BUILTINS = {
+    "directory": ("reconciler.providers.directory", "DirectoryProvider"),
+    "dataset-copy": ("reconciler.providers.dataset_copy", "DatasetCopyProvider"),
+    "controller-map": ("reconciler.providers.controller_map", "ControllerMapProvider"),
+}
+EXTERNAL = ("exec", "jsonl")
+KINDS = (*BUILTINS, *EXTERNAL)
+DEFAULT_TIMEOUT = 30.0
+
+
+class WithSecrets:
+    """Adds the binding's secret references to every request (a request's own win).
+
+    Only references travel; the provider resolves them when it needs the value.
+    """
+
+    def __init__(self, inner: Transport, secrets: Mapping[str, str]) -> None:
+        self.name = inner.name
+        self.inner = inner
+        self.secrets = dict(secrets)
+
+    def call(self, request: Request) -> Reply:
+        return self.inner.call(replace(request, secrets={**self.secrets, **request.secrets}))
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def secret_refs(name: str, raw: object) -> dict[str, str]:
+    """The binding's secrets, each a reference; a value is refused without echoing it."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise named_error(name, ErrorCode.INVALID_ARGUMENT, "has secrets that are not an object")
+    for key, ref in raw.items():
+        kind, _, target = str(ref).partition(":") if isinstance(ref, str) else ("", "", "")
+        if kind not in ("env", "file") or not target:
+            raise named_error(
+                name,
+                ErrorCode.INVALID_ARGUMENT,
+                f"secret {key!r} must be a reference (env:NAME or file:PATH), not a value",
+            )
+    return dict(raw)
+
+
+def _command(name: str, binding: Mapping[str, Any]) -> tuple[list[str], float]:
+    command = binding.get("command")
+    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+        raise named_error(
+            name, ErrorCode.INVALID_ARGUMENT, "needs 'command': a non-empty list of argv strings"
+        )
+    timeout = binding.get("timeout")
+    if timeout is None:
+        timeout = DEFAULT_TIMEOUT
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+        raise named_error(name, ErrorCode.INVALID_ARGUMENT, "needs a positive 'timeout' (seconds)")
+    return command, float(timeout)
+
+
+def _builtin(name: str, kind: str, params: Mapping[str, Any], workdir: Path) -> Transport:
+    module_name, class_name = BUILTINS[kind]
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as err:
+        detail = f"kind {kind!r} is not available: {err}"
+        raise named_error(name, ErrorCode.UNAVAILABLE, detail) from None
+    try:
+        provider = cls(name, params, workdir)
+    except ProviderError as err:
+        raise named_error(name, err.code, f"cannot start: {err.message}") from None
+    except (OSError, sqlite3.Error) as err:
+        raise named_error(name, ErrorCode.UNAVAILABLE, f"cannot start: {err}") from None
+    return BuiltinTransport(name, provider)
+
+
+def open_provider(name: str, binding: Mapping[str, Any], workdir: Path) -> Transport:
+    """The transport for one bound provider; a bad binding raises a ProviderError naming it."""
+    if not isinstance(binding, Mapping):
+        raise named_error(name, ErrorCode.INVALID_ARGUMENT, "has a binding that is not an object")
+    kind = binding.get("kind")
+    params = binding.get("params") or {}
+    if not isinstance(params, Mapping):
+        raise named_error(name, ErrorCode.INVALID_ARGUMENT, "has params that are not an object")
+    secrets = secret_refs(name, binding.get("secrets"))
+    transport: Transport
+    if isinstance(kind, str) and kind in BUILTINS:
+        transport = _builtin(name, kind, params, workdir)
+    elif kind == "exec":
+        transport = ExecTransport(name, *_command(name, binding))
+    elif kind == "jsonl":
+        command, timeout = _command(name, binding)
+        stderr = state_dir(workdir, name) / "stderr.log"
+        transport = JsonLinesTransport(name, command, timeout, stderr_path=stderr)
+    else:
+        detail = f"has unknown kind {kind!r}; known: {', '.join(KINDS)}"
+        raise named_error(name, ErrorCode.INVALID_ARGUMENT, detail)
+    return WithSecrets(transport, secrets) if secrets else transport

@@ -1,0 +1,75 @@
+"""One protocol conformance suite, run against every provider in ``kit.SUBJECTS``."""
+
+from __future__ import annotations
+
+from reconciler.live import entry_errors
+from reconciler.protocol import VERBS, ErrorCode
+from tests.providers.kit import OWNER, Subject, call, inventory, ok
+
+
+def test_info_names_the_provider_and_its_verbs(subject: Subject) -> None:
+    info = ok(subject.transport, "info")
+    assert info["name"] == subject.name
+    assert isinstance(info["version"], str) and info["version"]
+    assert info["capabilities"] and all(isinstance(c, str) for c in info["capabilities"])
+    assert set(VERBS) <= set(info["verbs"])
+
+
+def test_probe_is_ready(subject: Subject) -> None:
+    assert ok(subject.transport, "probe")["ready"] is True
+
+
+def test_inventory_is_a_complete_snapshot_of_valid_entries(subject: Subject) -> None:
+    t = subject.transport
+    ok(t, "create", op_id="c1", epoch=1, owner=OWNER, params={"entry": subject.sample(1)})
+    result = ok(t, "inventory")
+    assert result["complete"] is True
+    assert isinstance(result["generation"], int) and result["generation"] >= 1
+    for doc in result["entries"]:
+        assert entry_errors(doc) == [], doc
+        assert doc["provider"] == subject.name
+    created = {e["id"]: e for e in result["entries"]}[subject.sample(1)["id"]]
+    assert created["owner"] == OWNER
+
+
+def test_same_op_id_twice_changes_nothing_twice(subject: Subject) -> None:
+    t, entry = subject.transport, subject.sample(2)
+    first = ok(t, "create", op_id="op-a", epoch=1, owner=OWNER, params={"entry": entry})
+    assert entry["id"] in inventory(t)
+    ok(t, "delete", op_id="op-b", epoch=1, owner=OWNER, params={"id": entry["id"]})
+    assert entry["id"] not in inventory(t)
+    again = ok(t, "create", op_id="op-a", epoch=1, owner=OWNER, params={"entry": entry})
+    assert again == first  # the first reply, replayed
+    assert entry["id"] not in inventory(t)  # … and the entry was not created a second time
+
+
+def test_stale_epoch_is_aborted_and_changes_nothing(subject: Subject) -> None:
+    t = subject.transport
+    ok(t, "create", op_id="e5", epoch=5, owner=OWNER, params={"entry": subject.sample(1)})
+    stale = call(t, "create", op_id="e4", epoch=4, owner=OWNER, params={"entry": subject.sample(2)})
+    assert not stale.ok and stale.error is not None
+    assert stale.error.code is ErrorCode.ABORTED and stale.error.retryable is False
+    assert subject.sample(2)["id"] not in inventory(t)
+    ok(t, "create", op_id="e5b", epoch=5, owner=OWNER, params={"entry": subject.sample(3)})
+
+
+def test_unknown_verb_is_invalid_argument(subject: Subject) -> None:
+    reply = call(subject.transport, "explode", op_id="x", epoch=1)
+    assert not reply.ok and reply.error is not None
+    assert reply.error.code is ErrorCode.INVALID_ARGUMENT
+
+
+def test_generation_grows_with_changes(subject: Subject) -> None:
+    t = subject.transport
+    g0 = ok(t, "inventory")["generation"]
+    ok(t, "create", op_id="g1", epoch=1, owner=OWNER, params={"entry": subject.sample(1)})
+    g1 = ok(t, "inventory")["generation"]
+    g2 = ok(t, "inventory")["generation"]
+    assert g1 > g0
+    assert g2 >= g1
+
+
+def test_capacity_reports_bytes(subject: Subject) -> None:
+    cap = ok(subject.transport, "capacity")
+    assert {"total", "used", "free"} <= set(cap)
+    assert all(isinstance(cap[k], int) and cap[k] >= 0 for k in ("total", "used", "free"))

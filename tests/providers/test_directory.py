@@ -1,0 +1,265 @@
+"""The directory provider on real directories: modes, owners, quotas, retention, attacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reconciler.protocol import ErrorCode, Reply
+from reconciler.providers.registry import open_provider
+from reconciler.transports import Transport
+from tests.providers.kit import OWNER, call, inventory, ok
+
+DAY = 86400
+
+
+class Site:
+    """A directory provider over ``<tmp>/fs`` with volume ``shared`` at ``/shared``."""
+
+    def __init__(self, tmp_path: Path, params: dict[str, Any] | None = None) -> None:
+        self.tmp = tmp_path
+        self.t: Transport = open_provider(
+            "shared-fs", {"kind": "directory", "params": params or {}}, tmp_path
+        )
+        self.root = tmp_path / "fs" / "shared"
+        self.ops = 0
+        self.put("volume/shared", spec={"path": "/shared", "mode": "0755", "retention": DAY})
+
+    def request(self, verb: str, **params: Any) -> Reply:
+        self.ops += 1
+        return call(self.t, verb, op_id=f"op{self.ops}", epoch=1, owner=OWNER, params=params)
+
+    def put(self, entry_id: str, verb: str = "create", **fields: Any) -> dict[str, Any]:
+        reply = self.request(verb, entry={"id": entry_id, **fields})
+        assert reply.ok, reply.to_json()
+        return dict(reply.result)
+
+    def refused(self, verb: str, code: ErrorCode, **params: Any) -> str:
+        reply = self.request(verb, **params)
+        assert not reply.ok and reply.error is not None, reply.to_json()
+        assert reply.error.code is code, reply.to_json()
+        return str(reply.error.message)
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    return Site(tmp_path)
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """An /etc-like directory outside the volume that an attacker points links at."""
+    etc = tmp_path / "etc-like"
+    etc.mkdir(mode=0o755)
+    (etc / "passwd").write_text("root:x:0:0\n")
+    os.chmod(etc / "passwd", 0o644)
+    return etc
+
+
+def fingerprint(path: Path) -> list[tuple[str, int, int, int]]:
+    """Mode, owner and size of everything in a tree, to prove it was not touched."""
+    out = []
+    for p in sorted([path, *path.rglob("*")]):
+        st = p.lstat()
+        out.append((str(p), st.st_mode, st.st_uid, st.st_size))
+    return out
+
+
+def test_volume_root_is_root_owned_with_the_spec_mode(site: Site) -> None:
+    site.put("volume/shared", verb="update", spec={"path": "/shared", "mode": "0751"})
+    st = site.root.lstat()
+    assert stat.S_IMODE(st.st_mode) == 0o751 and st.st_uid == 0
+    entry = inventory(site.t)["volume/shared"]
+    assert entry["spec"] == {"path": "/shared", "mode": "0751", "owner": "root", "retention": DAY}
+    assert entry["amount"] == os.statvfs(site.root).f_blocks * os.statvfs(site.root).f_frsize
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
+def test_user_dir_is_0700_and_owned_by_a_resolvable_user(site: Site) -> None:
+    result = site.put("volume-dir/shared/nobody", spec={"owner": "nobody"})
+    st = (site.root / "nobody").lstat()
+    assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == 65534
+    assert "warnings" not in result
+    assert inventory(site.t)["volume-dir/shared/nobody"]["spec"] == {
+        "path": "/shared/nobody", "mode": "0700", "owner": "nobody"}
+
+
+def test_unresolvable_owner_is_recorded_not_applied(site: Site) -> None:
+    result = site.put("volume-dir/shared/zed-nouser")
+    assert "does not resolve to a uid" in result["warnings"][0]
+    assert (site.root / "zed-nouser").lstat().st_uid == os.geteuid()
+    spec = inventory(site.t)["volume-dir/shared/zed-nouser"]["spec"]
+    assert spec["owner"] == "zed-nouser" and spec["owner_applied"] is False
+
+
+def test_symlink_planted_as_user_dir_is_refused_and_target_untouched(
+    site: Site, outside: Path
+) -> None:
+    (site.root / "alice").symlink_to(outside)
+    before = fingerprint(outside)
+    for verb in ("create", "update"):
+        message = site.refused(verb, ErrorCode.FAILED_PRECONDITION,
+                               entry={"id": "volume-dir/shared/alice", "spec": {"mode": "0777"}})
+        assert "symbolic link" in message
+    site.refused("delete", ErrorCode.FAILED_PRECONDITION, id="volume-dir/shared/alice",
+                 destroy=True)
+    assert fingerprint(outside) == before
+    assert (site.root / "alice").is_symlink()
+    assert "volume-dir/shared/alice" not in inventory(site.t)
+
+
+def test_symlink_inside_the_volume_path_is_never_followed(tmp_path: Path, outside: Path) -> None:
+    site = Site(tmp_path)
+    (tmp_path / "fs" / "project").symlink_to(outside)
+    before = fingerprint(outside)
+    message = site.refused("create", ErrorCode.FAILED_PRECONDITION,
+                           entry={"id": "volume/proj", "spec": {"path": "/project/vol"}})
+    assert "project is a symbolic link" in message
+    assert fingerprint(outside) == before and not (outside / "vol").exists()
+
+
+@pytest.mark.parametrize(
+    "entry_id",
+    [
+        "volume-dir/shared/..",
+        "volume-dir/shared/.",
+        "volume-dir/shared/-rf",
+        "volume-dir/shared/a\0b",
+        "volume-dir/shared/",
+        "volume-dir/shared/a/b",
+        "volume-dir/shared/bad\nname",
+        "volume-dir/../etc",
+        "quota/shared/user/-x",
+        "volume/..",
+    ],
+)
+def test_names_that_are_not_path_safe_are_invalid(site: Site, entry_id: str) -> None:
+    before = fingerprint(site.tmp / "fs")
+    site.refused("create", ErrorCode.INVALID_ARGUMENT,
+                 entry={"id": entry_id, "amount": 1, "spec": {"path": "/x"}})
+    assert fingerprint(site.tmp / "fs") == before
+
+
+def test_volume_path_that_climbs_out_is_invalid(site: Site) -> None:
+    site.refused("create", ErrorCode.INVALID_ARGUMENT,
+                 entry={"id": "volume/evil", "spec": {"path": "/shared/../../etc"}})
+
+
+def test_user_dir_with_data_is_deleted_only_with_destroy(site: Site) -> None:
+    site.put("volume-dir/shared/bob")
+    (site.root / "bob" / "job1").mkdir()
+    (site.root / "bob" / "job1" / "out").write_text("results")
+    message = site.refused("delete", ErrorCode.FAILED_PRECONDITION, id="volume-dir/shared/bob")
+    assert "destroy" in message and (site.root / "bob" / "job1" / "out").exists()
+    result = site.request("delete", id="volume-dir/shared/bob", destroy=True).result
+    assert result == {"entry": None, "deleted": "volume-dir/shared/bob", "already_absent": False}
+    assert not (site.root / "bob").exists()
+    again = site.request("delete", id="volume-dir/shared/bob").result
+    assert again["already_absent"] is True
+
+
+def age(path: Path, seconds: float) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then), follow_symlinks=False)
+
+
+def test_cleanup_removes_old_job_dirs_and_never_follows_links(site: Site, outside: Path) -> None:
+    site.put("volume-dir/shared/carol")
+    user = site.root / "carol"
+    for job, days in (("100", 3), ("101", 0.1), ("102", 2)):
+        (user / job / "out").mkdir(parents=True)
+        (user / job / "out" / "log").write_text("x")
+        age(user / job, days * DAY)
+    (user / "103").symlink_to(outside)  # an old-looking link to a directory outside
+    age(user / "103", 10 * DAY)
+    (site.root / "mallory").symlink_to(outside)  # a linked user dir: its "jobs" are /etc
+    before = fingerprint(outside)
+    reply = site.request("update", action="cleanup",
+                         entry={"id": "volume/shared", "spec": {"retention": DAY}})
+    result = reply.result
+    assert result["removed"] == ["carol/100", "carol/102"] and result["removed_count"] == 2
+    assert sorted(p.name for p in user.iterdir()) == ["101", "103"]
+    assert fingerprint(outside) == before
+
+
+def test_cleanup_needs_a_retention(tmp_path: Path) -> None:
+    site = Site(tmp_path)
+    site.put("volume/scratch", spec={"path": "/scratch"})
+    message = site.refused("update", ErrorCode.FAILED_PRECONDITION, action="cleanup",
+                           entry={"id": "volume/scratch"})
+    assert "retention" in message
+
+
+def test_quota_ledger_backend(site: Site) -> None:
+    site.put("quota/shared/project/climate", amount=10 << 30)
+    entry = inventory(site.t)["quota/shared/project/climate"]
+    assert entry["amount"] == 10 << 30 and entry["location"] == "volume/shared"
+    assert entry["spec"] == {"scope": "project", "subject": "climate"}
+    site.put("quota/shared/project/climate", verb="update", amount=5 << 30)
+    assert inventory(site.t)["quota/shared/project/climate"]["amount"] == 5 << 30
+    site.request("delete", id="quota/shared/project/climate")
+    assert "quota/shared/project/climate" not in inventory(site.t)
+
+
+QUOTA_TOOL = """
+import json, sys
+log, *args = sys.argv[1:]
+if args[1] == "broken":
+    sys.stderr.write("setquota: quota not enabled on this filesystem\\n")
+    sys.exit(1)
+with open(log, "a") as fh:
+    fh.write(json.dumps(args) + "\\n")
+"""
+
+
+def test_quota_command_backend_runs_the_tool(tmp_path: Path) -> None:
+    tool, log = tmp_path / "setquota.py", tmp_path / "calls.log"
+    tool.write_text(QUOTA_TOOL)
+    template = [sys.executable, str(tool), str(log), "{scope}", "{subject}", "{kib}", "{path}"]
+    site = Site(tmp_path, {"quota_backend": "command", "quota_command": template})
+    site.put("quota/shared/user/alice", amount=1024 * 1024 + 1)
+    site.request("delete", id="quota/shared/user/alice")
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    root = str(site.root)
+    assert calls == [["user", "alice", "1025", root], ["user", "alice", "0", root]]
+    message = site.refused("create", ErrorCode.FAILED_PRECONDITION,
+                           entry={"id": "quota/shared/user/broken", "amount": 1})
+    assert "quota not enabled" in message
+    assert "quota/shared/user/broken" not in inventory(site.t)
+
+
+def test_quota_needs_a_known_volume_and_a_byte_amount(site: Site) -> None:
+    message = site.refused("create", ErrorCode.FAILED_PRECONDITION,
+                           entry={"id": "quota/nowhere/user/alice", "amount": 1})
+    assert "create volume/nowhere first" in message
+    site.refused("create", ErrorCode.INVALID_ARGUMENT,
+                 entry={"id": "quota/shared/user/alice", "amount": "10G"})
+    site.refused("create", ErrorCode.INVALID_ARGUMENT,
+                 entry={"id": "quota/shared/group/alice", "amount": 1})
+
+
+def test_reusing_an_op_id_for_another_request_is_refused(site: Site) -> None:
+    ok(site.t, "create", op_id="same", epoch=1, params={"entry": {"id": "volume-dir/shared/u1"}})
+    reply = call(site.t, "create", op_id="same", epoch=1,
+                 params={"entry": {"id": "volume-dir/shared/u2"}})
+    assert reply.error is not None and reply.error.code is ErrorCode.INVALID_ARGUMENT
+    assert not (site.root / "u2").exists()
+
+
+def test_a_change_without_op_id_is_refused(site: Site) -> None:
+    reply = call(site.t, "create", epoch=1, params={"entry": {"id": "volume-dir/shared/u1"}})
+    assert reply.error is not None and reply.error.code is ErrorCode.INVALID_ARGUMENT
+
+
+def test_configured_volumes_are_reported_before_any_create(tmp_path: Path) -> None:
+    (tmp_path / "fs" / "home" / "dave").mkdir(parents=True)
+    t = open_provider("fs2", {"kind": "directory", "params": {"volumes": {"home": "/home"}}},
+                      tmp_path)
+    assert sorted(inventory(t)) == ["volume-dir/home/dave", "volume/home"]
