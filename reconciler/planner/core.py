@@ -110,6 +110,7 @@ def make_plan(
         live_per_kind=Counter(e.kind for e in live.entries.values()),
         unknown=live.unknown,
         force=force,
+        generations=live.generations,
     )
     return Plan(
         actions=tuple(actions),

@@ -34,7 +34,10 @@ def check_guards(
     live_per_kind: Mapping[str, int],
     unknown: Mapping[str, str],
     force: bool,
+    generations: Mapping[str, int] | None = None,
 ) -> list[Problem]:
+    """Guard violations of a plan; ``generations`` tells a new provider (generation 0 or 1:
+    it never held anything) from one that lost what it held."""
     safety = settings.safety
     out: list[Problem] = []
     if safety.max_changes is not None and len(actions) > safety.max_changes:
@@ -65,6 +68,9 @@ def check_guards(
     for provider, wanted in sorted(desired_per_provider.items(), key=lambda kv: str(kv[0])):
         if wanted < safety.min_entries or provider in unknown:
             continue
+        generation = (generations or {}).get(provider or "")
+        if generation is not None and generation <= 1:
+            continue  # a new provider: creating everything there is its first apply
         name = provider or "(no provider)"
         if live_per_provider.get(provider, 0) == 0:
             out.append(_problem(

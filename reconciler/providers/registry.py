@@ -107,11 +107,16 @@ def open_provider(name: str, binding: Mapping[str, Any], workdir: Path) -> Trans
     if isinstance(kind, str) and kind in BUILTINS:
         transport = _builtin(name, kind, params, workdir)
     elif kind == "exec":
-        transport = ExecTransport(name, *_command(name, binding))
+        # External providers run in their own state folder, where they may keep state.
+        home = state_dir(workdir, name)
+        home.mkdir(parents=True, exist_ok=True)
+        transport = ExecTransport(name, *_command(name, binding), cwd=home)
     elif kind == "jsonl":
         command, timeout = _command(name, binding)
-        stderr = state_dir(workdir, name) / "stderr.log"
-        transport = JsonLinesTransport(name, command, timeout, stderr_path=stderr)
+        home = state_dir(workdir, name)
+        home.mkdir(parents=True, exist_ok=True)
+        transport = JsonLinesTransport(name, command, timeout, stderr_path=home / "stderr.log",
+                                       cwd=home)
     else:
         detail = f"has unknown kind {kind!r}; known: {', '.join(KINDS)}"
         raise named_error(name, ErrorCode.INVALID_ARGUMENT, detail)

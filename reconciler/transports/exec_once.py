@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
 from reconciler.transports.base import (
@@ -20,10 +21,13 @@ from reconciler.transports.process import exit_detail, kill_tree, spawn
 
 
 class ExecTransport:
-    def __init__(self, name: str, command: Sequence[str], timeout: float = 30.0) -> None:
+    def __init__(
+        self, name: str, command: Sequence[str], timeout: float = 30.0, cwd: Path | None = None
+    ) -> None:
         self.name = name
         self.command = tuple(command)
         self.timeout = timeout
+        self.cwd = cwd  # the provider's state folder, where it may keep what it needs
 
     def call(self, request: Request) -> Reply:
         try:
@@ -32,7 +36,7 @@ class ExecTransport:
             return Reply.failure(err)
 
     def _call(self, request: Request) -> Reply:
-        proc = spawn(self.name, self.command, subprocess.PIPE)
+        proc = spawn(self.name, self.command, subprocess.PIPE, self.cwd)
         try:
             out, err = proc.communicate(encode_request(request) + b"\n", timeout=self.timeout)
         except subprocess.TimeoutExpired:

@@ -30,7 +30,9 @@ class JsonLinesTransport:
         command: Sequence[str],
         timeout: float = 30.0,
         stderr_path: Path | None = None,
+        cwd: Path | None = None,
     ) -> None:
+        self.cwd = cwd
         self.name = name
         self.command = tuple(command)
         self.timeout = timeout
@@ -91,7 +93,7 @@ class JsonLinesTransport:
         if self.stderr_path is not None:
             self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
             self._stderr = stderr = open(self.stderr_path, "ab")  # noqa: SIM115 - lives with proc
-        self._proc = spawn(self.name, self.command, stderr)
+        self._proc = spawn(self.name, self.command, stderr, self.cwd)
         return self._proc
 
     def _send(self, proc: subprocess.Popen[bytes], line: bytes) -> bool:

@@ -8,27 +8,41 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO
 
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.transports.base import named_error
 
 
+def _beside_us(program: str) -> str:
+    """A bare program name not on PATH is looked up beside this Python too, so commands
+    installed with xce-gitops (in the same virtual environment) run without activating it."""
+    if os.sep in program or shutil.which(program):
+        return program
+    local = Path(sys.executable).parent / program
+    return str(local) if local.is_file() and os.access(local, os.X_OK) else program
+
+
 def spawn(
-    provider: str, command: Sequence[str], stderr: int | IO[bytes]
+    provider: str, command: Sequence[str], stderr: int | IO[bytes], cwd: Path | None = None
 ) -> subprocess.Popen[bytes]:
     """Start a provider command; a missing or non-executable command is UNAVAILABLE."""
     if not command:
         raise named_error(provider, ErrorCode.INVALID_ARGUMENT, "has an empty command")
+    command = [_beside_us(command[0]), *command[1:]]
     try:
         return subprocess.Popen(
             list(command),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
+            cwd=cwd,
             close_fds=True,
             start_new_session=True,
         )

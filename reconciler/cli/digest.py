@@ -1,0 +1,37 @@
+"""``xce-digest PATH…``: the dataset digest that site-config's ``digest:`` must carry.
+
+The same function the dataset-copy provider verifies a staged copy with, so what an
+admin writes is exactly what staging checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from compiler.cli_runner import EXIT_ERROR, EXIT_OK, run_cli
+from reconciler.providers.dataset_digest import dataset_digest
+
+
+def _body(argv: list[str] | None) -> int:
+    p = argparse.ArgumentParser(prog="xce-digest",
+                                description="Print the sha256 digest of a dataset file or folder.")
+    p.add_argument("paths", nargs="+", type=Path)
+    args = p.parse_args(argv)
+    status = EXIT_OK
+    for path in args.paths:
+        if not path.exists():
+            sys.stderr.write(f"xce-digest: {path}: no such file or folder\n")
+            status = EXIT_ERROR
+            continue
+        sys.stdout.write(f"{dataset_digest(path)}  {path}\n")
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_cli("xce-digest", lambda: _body(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""``xce-plan``: what would change, as text, json or markdown; Terraform's detailed exit codes.
+
+Exit 0: nothing to do. Exit 2: changes or drift found. Exit 1: an error (invalid site,
+a provider that did not answer, a guard that blocks the plan).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from compiler.cli_runner import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, run_cli
+from compiler.problem_render import render_text as render_problems
+from compiler.problems import Severity
+from compiler.textstyle import Style
+from reconciler.pipeline import default_workdir, gather, load_desired, plan_for
+from reconciler.plan_render import FORMATS, render_plan
+from reconciler.planfile import save_plan
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="xce-plan",
+                                description="Plan the changes that make live supply match the "
+                                "site-config.")
+    p.add_argument("site", nargs="?", type=Path, default=None,
+                   help="site-config folder (default: site-config, unless --desired is given)")
+    p.add_argument("--desired", type=Path, help="a compiled supply map (build/supply-map.json) "
+                   "instead of compiling the site")
+    p.add_argument("--live", type=Path, help="plan against a live-map snapshot file instead of "
+                   "asking the providers")
+    p.add_argument("--out", type=Path, help="save the plan to this file for xce-apply")
+    p.add_argument("--format", choices=FORMATS, default="text")
+    p.add_argument("--target", action="append", default=[], metavar="ID",
+                   help="plan only these entry ids (globs allowed) and what they depend on")
+    p.add_argument("--workdir", type=Path, help="folder of the embedded defaults "
+                   "(default: <site>/.xce)")
+    p.add_argument("--destroy", action="store_true",
+                   help="permit deleting users' data and owned entries in this plan")
+    p.add_argument("--force", action="store_true",
+                   help="turn safety-threshold errors into warnings (protected entries stay)")
+    return p
+
+
+def _body(argv: list[str] | None) -> int:
+    args = parser().parse_args(argv)
+    site = args.site if args.site is not None or args.desired else Path("site-config")
+    desired = load_desired(site, args.desired)
+    workdir = args.workdir or default_workdir(site, args.desired)
+    live = gather(desired, workdir, args.live)
+    plan = plan_for(desired, live, now=time.time(), targets=args.target, destroy=args.destroy,
+                    force=args.force)
+    err_style = Style.for_stream(sys.stderr)
+    problems = [*desired.warnings, *live.problems]
+    if args.format != "text":  # the text rendering shows the plan's own problems
+        problems += plan.problems
+    sys.stdout.write(render_plan(plan, args.format, Style.for_stream(sys.stdout)))
+    if problems:
+        sys.stderr.write(render_problems(problems, err_style))
+    failed = plan.blocked or any(p.severity is Severity.ERROR for p in problems)
+    if args.out is not None and not plan.blocked:
+        save_plan(args.out, plan, destroy=args.destroy)
+        sys.stderr.write(f"Saved the plan to {args.out}; apply it with: xce-apply {args.out}\n")
+    if failed:
+        return EXIT_ERROR
+    return EXIT_CHANGES if plan.has_changes else EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_cli("xce-plan", lambda: _body(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

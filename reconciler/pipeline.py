@@ -1,0 +1,132 @@
+"""The stages that xce-plan and xce-apply share: desired map, live map, plan.
+
+Each function takes plain data and returns plain data; the CLIs only parse arguments,
+call these, render and choose an exit code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from compiler.compile import compile_site, located
+from compiler.problems import Problem, Problems, Severity, UserError
+from compiler.revision import site_revision
+from compiler.supply_map import SupplyMap
+from reconciler.live import gather_live, load_live_snapshot
+from reconciler.plan_model import Plan
+from reconciler.planner import make_plan
+
+DEFAULT_WORKDIR = ".xce"
+
+
+@dataclass(frozen=True, slots=True)
+class Desired:
+    """The desired map with the bindings that say how to reach each provider."""
+
+    supply: SupplyMap
+    bindings: Mapping[str, Any]
+    digest: str
+    warnings: tuple[Problem, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    supply: SupplyMap
+    problems: tuple[Problem, ...] = field(default_factory=tuple)
+
+
+def default_workdir(site_dir: Path | None, desired_file: Path | None) -> Path:
+    """The embedded defaults live beside the site (``<site>/.xce``) unless told otherwise."""
+    if site_dir is not None:
+        return site_dir / DEFAULT_WORKDIR
+    if desired_file is not None:
+        return desired_file.parent / DEFAULT_WORKDIR
+    return Path(DEFAULT_WORKDIR)
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except OSError as err:
+        raise UserError([Problem("XCE780", f"cannot read the {what}: {err.strerror}",
+                                 "run xce-compile first, or pass the site folder",
+                                 subject=str(path))]) from err
+    except orjson.JSONDecodeError as err:
+        raise UserError([Problem("XCE780", f"the {what} is not valid JSON: {err}",
+                                 "compile it again with xce-compile", subject=str(path))]) from err
+
+
+def load_compiled(desired_file: Path) -> Desired:
+    """A map written by xce-compile, with ``bindings.json`` beside it."""
+    doc = _read_json(desired_file, "compiled supply map")
+    try:
+        supply = SupplyMap.from_json(doc)
+    except (KeyError, TypeError, AttributeError) as err:
+        raise UserError([Problem("XCE780", f"not a compiled supply map ({err})",
+                                 "pass build/supply-map.json written by xce-compile",
+                                 subject=str(desired_file))]) from err
+    # Without the site folder, site-relative inputs resolve against the current folder.
+    bindings = resolve_site_paths(_read_json(desired_file.parent / "bindings.json", "bindings"),
+                                  Path.cwd())
+    return Desired(supply, bindings, str(doc.get("digest") or supply.content_digest()))
+
+
+SITE_RELATIVE_PARAMS = {"dataset-copy": ("source_base",)}
+
+
+def resolve_site_paths(bindings: Mapping[str, Any], site_dir: Path) -> dict[str, Any]:
+    """Inputs that live with the site-config (dataset sources) are relative to the site
+    folder; state paths (cache roots, volume bases) stay relative to the workdir."""
+    providers = {}
+    for name, binding in bindings.get("providers", {}).items():
+        keys = SITE_RELATIVE_PARAMS.get(binding.get("kind"), ())
+        params = dict(binding.get("params") or {})
+        for key in keys:
+            value = params.get(key)
+            if isinstance(value, str) and value and not Path(value).is_absolute():
+                params[key] = str((site_dir / value).resolve())
+        providers[name] = {**binding, "params": params}
+    return {**bindings, "providers": providers}
+
+
+def compile_desired(site_dir: Path) -> Desired:
+    problems = Problems()
+    compiled, files = compile_site(site_dir, problems)
+    shown = located(problems, files)
+    if compiled is None or any(p.severity is Severity.ERROR for p in shown):
+        raise UserError(shown)
+    revision = site_revision(site_dir)
+    s = compiled.supply_map
+    supply = SupplyMap(entries=s.entries, site=s.site, owner=s.owner, revision=revision.commit,
+                       dirty=revision.dirty, settings=s.settings)
+    bindings = resolve_site_paths(compiled.bindings, site_dir)
+    return Desired(supply, bindings, supply.content_digest(), tuple(shown))
+
+
+def load_desired(site_dir: Path | None, desired_file: Path | None) -> Desired:
+    if desired_file is not None:
+        return load_compiled(desired_file)
+    if site_dir is None:
+        raise UserError([Problem("XCE781", "no site given",
+                                 "pass the site-config folder or --desired FILE")])
+    return compile_desired(site_dir)
+
+
+def gather(desired: Desired, workdir: Path, live_file: Path | None = None,
+           only: Collection[str] | None = None) -> Live:
+    """The live map from a snapshot file, or from every bound provider (in parallel)."""
+    if live_file is not None:
+        return Live(load_live_snapshot(live_file))
+    result = gather_live(desired.bindings, workdir, desired.supply.owner, only=only)
+    return Live(result.live, tuple(result.problems))
+
+
+def plan_for(desired: Desired, live: Live, *, now: float, targets: Collection[str] = (),
+             destroy: bool = False, force: bool = False) -> Plan:
+    return make_plan(desired.supply, live.supply, now=now, targets=targets, destroy=destroy,
+                     force=force, desired_digest=desired.digest)
