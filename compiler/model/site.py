@@ -9,19 +9,6 @@ from pydantic import Field
 from compiler.model.types import Amount, Description, Duration, Name, Strict
 
 ManagementLevel = Literal["observe", "report", "correct", "correct-destructive"]
-ENTRY_KINDS = (
-    "host",
-    "instance",
-    "counter",
-    "host-group",
-    "license",
-    "storage-pool",
-    "dataset",
-    "dataset-copy",
-    "volume",
-    "volume-dir",
-    "quota",
-)
 EntryKind = Literal[
     "host",
     "instance",
