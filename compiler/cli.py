@@ -61,7 +61,9 @@ def _body(argv: list[str] | None) -> int:
     problems = Problems()
     compiled, files = compile_site(args.site, problems)
     shown = located(problems, files)
-    text = render(shown, args.format, Style.for_stream(sys.stdout)) if shown else ""
+    text = render(shown, args.format, Style.for_stream(sys.stdout))
+    if not shown and args.format in ("text", "markdown"):
+        text = ""  # a clean text run says so on its own; json and github always print
     if compiled is None or any(p.severity is Severity.ERROR for p in shown):
         sys.stdout.write(text) if args.format != "text" else sys.stderr.write(text)
         return EXIT_ERROR

@@ -81,6 +81,12 @@ def settings_of(site: Site) -> dict[str, Any]:
     }
 
 
+def shared_accounts(doc: SiteDocument) -> list[str]:
+    """Providers in a cloud account shared with others (P5): their unclaimed instances that
+    carry our owner tag are reported, never released."""
+    return sorted(p.item.name for p in doc.providers if p.item.account == "shared")
+
+
 def check_document(doc: SiteDocument, problems: Problems) -> Any:
     index = build_index(doc, problems)
     hosts = expand_hosts(doc.host_groups, problems)
@@ -102,7 +108,7 @@ def compile_files(
     doc = build_document(files, problems)
     if not complete:
         return None
-    if doc.site is None and files:
+    if not doc.site_seen and files:
         problems.error(
             "XCE105",
             "no 'site:' section in any file",
@@ -119,7 +125,8 @@ def compile_files(
     emit_datasets(doc, ctx)
     emit_volumes(doc, ctx)
     entries = {e.id: e for e in ctx.entries}
-    supply = SupplyMap(entries=entries, site=site.name, owner=ctx.owner, settings=settings_of(site))
+    settings = {**settings_of(site), "shared_accounts": shared_accounts(doc)}
+    supply = SupplyMap(entries=entries, site=site.name, owner=ctx.owner, settings=settings)
     return Compiled(supply, build_bindings(doc), doc)
 
 

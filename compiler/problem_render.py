@@ -86,6 +86,8 @@ def render_github(problems: Sequence[Problem]) -> str:
                 props.insert(1, f"line={p.line}")
                 props.insert(2, f"col={p.column or 1}")
         text = p.message if not p.subject or p.where else f"{p.subject}: {p.message}"
+        if p.also:
+            text += f" (see also {_also(p)})"
         if p.hint:
             text += f" (hint: {p.hint})"
         out.append(f"::{kind} {','.join(props)}::{_gh_escape(text)}")
@@ -102,8 +104,9 @@ def render_markdown(problems: Sequence[Problem]) -> str:
     rows = ["| | where | code | problem | how to fix |", "|---|---|---|---|---|"]
     for p in problems:
         icon = "❌" if p.severity is Severity.ERROR else "⚠️"
+        also = f" (see also `{_md_cell(_also(p))}`)" if p.also else ""
         rows.append(
-            f"| {icon} | `{_md_cell(_place(p))}` | {p.code} | {_md_cell(p.message)} "
+            f"| {icon} | `{_md_cell(_place(p))}` | {p.code} | {_md_cell(p.message)}{also} "
             f"| {_md_cell(p.hint)} |"
         )
     return "\n".join(rows) + "\n"

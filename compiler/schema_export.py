@@ -40,6 +40,6 @@ def site_file_schema() -> dict[str, Any]:
         ),
     )
     schema = model.model_json_schema(mode="validation")
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$schema"] = "http://json-schema.org/draft-07/schema#"
     schema["title"] = "xce-gitops site-config file"
     return schema

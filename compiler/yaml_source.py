@@ -117,11 +117,16 @@ def load_file(path: Path, shown: str, problems: Problems) -> SourceFile | None:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
+        before = err.object[: err.start]
         problems.error(
             "XCE001",
             f"file is not valid UTF-8 (byte {err.start})",
             "save the file as UTF-8",
-            Where(shown, line=1, column=1),
+            Where(
+                shown,
+                line=before.count(b"\n") + 1,
+                column=err.start - (before.rfind(b"\n") + 1) + 1,
+            ),
         )
         return None
     except OSError as err:
@@ -143,11 +148,19 @@ def load_file(path: Path, shown: str, problems: Problems) -> SourceFile | None:
             problems.extend(dups)
         else:
             what = err.problem or err.context or "invalid YAML"
+            start = err.context_mark
+            also: list[Where] = []
+            end = err.problem_mark
+            if err.problem and err.context and start and end and start.line < end.line:
+                # The parser notices late (an unclosed '[' at the next item): say where it began.
+                what += f" ({err.context} that starts at line {start.line + 1})"
+                also.append(Where(shown, line=start.line + 1, column=start.column + 1))
             problems.error(
                 "XCE001",
                 f"YAML syntax error: {what}",
                 "check indentation, quoting and brackets around this place",
                 _mark_where(shown, err),
+                also=also,
             )
         return None
     except (YAMLError, RecursionError, ValueError, TypeError) as err:

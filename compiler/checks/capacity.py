@@ -9,6 +9,8 @@ from compiler.model.document import SiteDocument
 from compiler.problems import Problems, Where
 from compiler.units import format_size
 
+BAD_LOCATION_CODES = ("XCE301", "XCE304")  # unknown name, not a location
+
 
 def check_quotas(doc: SiteDocument, index: Index, problems: Problems) -> None:
     """Per target and scope (user / project), the sum of limits must fit the capacity."""
@@ -51,20 +53,29 @@ def check_quotas(doc: SiteDocument, index: Index, problems: Problems) -> None:
                 "XCE401",
                 f"{scope} quotas on {kind} '{name}' add up to {shown[0]}, more than its "
                 f"capacity {shown[1]}",
-                "lower the quotas, raise the capacity, or declare 'overcommit: true' on the volume",
+                "lower the quotas, raise the capacity, or declare 'overcommit: true' on the volume"
+                if kind == "volume"
+                else "lower the quotas or raise the pool's capacity",
                 first[(kind, name, scope)],
-                also=[loc.where.child("capacity")],
+                also=[loc.where.child("capacity" if hasattr(loc.item, "capacity") else "amount")],
             )
 
 
 def check_caches(doc: SiteDocument, index: Index, problems: Problems) -> None:
+    """Runs after the reference checks: a copy whose location is already reported as unknown
+    or malformed gets no second "no cache there" error."""
+    bad_locations = {p.where for p in problems if p.code in BAD_LOCATION_CODES}
     used: dict[str, int] = defaultdict(int)
     for d in doc.datasets:
         for i, copy in enumerate(d.item.copies):
             cache = index.caches.items.get(copy.location)
             at = d.where.child("copies", i)
             if cache is None:
-                if copy.location in index.caches.known() or not copy.location:
+                if (
+                    copy.location in index.caches.known()
+                    or not copy.location
+                    or at.child("location") in bad_locations
+                ):
                     continue
                 problems.error(
                     "XCE305",

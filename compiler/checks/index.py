@@ -75,7 +75,9 @@ def build_index(doc: SiteDocument, problems: Problems) -> Index:
             inv.get(("pools", "licenses"), set()) | inv.get(("pools", "storage"), set()),
         ),
         datasets=_collect("dataset", doc.datasets, lambda i: f"{i.name}@{i.version}", problems),
-        caches=_collect("cache at", doc.caches, lambda i: i.location, problems),
+        caches=_collect(
+            "cache at", doc.caches, lambda i: i.location, problems, inv.get(("caches",))
+        ),
         volumes=_collect("volume", doc.volumes, lambda i: i.name, problems, inv.get(("volumes",))),
         providers=_collect(
             "provider", doc.providers, lambda i: i.name, problems, inv.get(("providers",))

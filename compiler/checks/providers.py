@@ -115,11 +115,19 @@ def check_proxies(doc: SiteDocument, index: Index, problems: Problems) -> None:
                     "a standby must be another proxy",
                     px.where.child("standby", px.item.standby.index(name)),
                 )
+    # Providers named by a proxy that failed validation may be served: do not echo that error.
+    maybe_served = {
+        name
+        for raw in doc.invalid_items.get(("proxies",), [])
+        if isinstance(raw, dict) and isinstance(raw.get("active"), list)
+        for name in raw["active"]
+        if isinstance(name, str)
+    }
     for name, p in sorted(index.providers.items.items()):
         if p.item.kind == "controller-map":
             continue
         holders = active.get(name, [])
-        if not holders:
+        if not holders and name not in maybe_served:
             problems.error(
                 "XCE403",
                 f"provider '{name}' is served by no active proxy",

@@ -65,6 +65,8 @@ TOP_KEYS = (
     "policy",
 )
 POOL_KEYS = ("licenses", "storage", "counters")
+# The key that names an item of a list section, where it is not ``name``.
+NAME_KEYS: dict[tuple[str, ...], str] = {("caches",): "location"}
 
 
 @dataclass(slots=True)
@@ -73,8 +75,12 @@ class SiteDocument:
 
     files: list[SourceFile] = field(default_factory=list)
     site: Located[Site] | None = None
+    site_seen: bool = False  # a 'site:' section was written, even if it failed validation
     items: dict[tuple[str, ...], list[Located[Any]]] = field(default_factory=dict)
     invalid_names: dict[tuple[str, ...], set[str]] = field(default_factory=dict)
+    # Raw items that failed validation, so checks can still read what they name (a proxy's
+    # ``active:`` list) instead of reporting a false "served by no proxy".
+    invalid_items: dict[tuple[str, ...], list[Any]] = field(default_factory=dict)
 
     def section(self, path: tuple[str, ...]) -> list[Located[Any]]:
         return self.items.get(path, [])
@@ -189,8 +195,10 @@ def _validate_list(
             bucket.append(Located(model.model_validate(item), at))
         except ValidationError as exc:
             problems.extend(problems_from(exc, model, at))
-            if isinstance(item, dict) and isinstance(item.get("name"), str):
-                invalid.add(item["name"])
+            doc.invalid_items.setdefault(path, []).append(item)
+            name = item.get(NAME_KEYS.get(path, "name")) if isinstance(item, dict) else None
+            if isinstance(name, str):
+                invalid.add(name)
 
 
 def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> None:
@@ -215,6 +223,7 @@ def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> No
         return
     _unknown_keys(data, TOP_KEYS, Where(src.path), problems)
     if "site" in data:
+        doc.site_seen = True
         where = Where(src.path, ("site",))
         if doc.site is not None:
             problems.error(
@@ -237,7 +246,7 @@ def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> No
             problems.error(
                 "XCE102",
                 "'pools' must be a mapping of licenses, storage, counters",
-                "",
+                "write 'licenses:', 'storage:' or 'counters:' lists indented under 'pools:'",
                 Where(src.path, ("pools",)),
             )
             pools = {}

@@ -48,11 +48,11 @@ def _amount(v: Any) -> int:
 
 def _name(v: Any) -> str:
     if not isinstance(v, str):
-        raise PydanticCustomError("name", "expected a name (a string)")
+        raise PydanticCustomError("string_type", "expected a name (a string)")
     if not _NAME_RE.match(v):
         raise PydanticCustomError(
             "name",
-            f"'{v}' is not a valid name: start with a letter or digit, then letters, digits, "
+            f"{v!r} is not a valid name: start with a letter or digit, then letters, digits, "
             "'.', '_' or '-'",
         )
     return v
@@ -61,10 +61,11 @@ def _name(v: Any) -> str:
 def _safe_name(v: Any) -> str:
     """Names that become path components on a shared filesystem (N12)."""
     if not isinstance(v, str):
-        raise PydanticCustomError("name", "expected a name (a string)")
+        raise PydanticCustomError("string_type", "expected a name (a string)")
     reason = path_unsafe_reason(v)
     if reason:
-        raise PydanticCustomError("path_unsafe", f"'{v}' is not a path-safe name: {reason}")
+        # repr: a NUL or control character is shown escaped, never written to the terminal
+        raise PydanticCustomError("path_unsafe", f"{v!r} is not a path-safe name: {reason}")
     return v
 
 

@@ -122,6 +122,9 @@ def plan_instance(b: Builder, desired: Entry | None, live: Entry | None) -> None
         if host is not None and host.state in RUNNING:
             b.note("pending", live, f"not in config: released once {host_id} is drained "
                    f"(it is {host.state})")
+        elif live.provider in b.settings.shared_accounts:
+            b.note("orphans", live, "carries our owner tag but no entry claims it, in a shared "
+                   "cloud account: reported only (P5)")
         else:
             b.act("release", live, "not in config: no entry claims this instance", before=live,
                   after=None, unacted="orphans", observed=(host_id,))

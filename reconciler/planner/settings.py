@@ -54,6 +54,7 @@ class PlanSettings:
     safety: Safety
     protected: tuple[str, ...]
     _protected_re: re.Pattern[str] | None
+    shared_accounts: frozenset[str] = frozenset()
 
     def level(self, kind: str) -> str:
         return self.management.get(kind, FALLBACK_LEVEL)
@@ -151,4 +152,5 @@ def read_settings(settings: Mapping[str, Any], owner: str = "") -> PlanSettings:
         safety=safety,
         protected=protected,
         _protected_re=glob_matcher(protected),
+        shared_accounts=frozenset(str(p) for p in settings.get("shared_accounts", ())),
     )
