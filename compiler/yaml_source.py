@@ -9,7 +9,7 @@ line and column. Duplicate keys and syntax errors are found with marks directly.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -115,9 +115,21 @@ def _mappings(node: Node | None) -> Iterator[MappingNode]:
 def load_file(path: Path, shown: str, problems: Problems) -> SourceFile | None:
     """Load one file; on failure report where and return None."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+    except OSError as err:
+        problems.error("XCE006", f"cannot read file: {err.strerror}", "", Where(shown))
+        return None
+    return load_bytes(data, shown, problems, path)
+
+
+def load_bytes(
+    data: bytes, shown: str, problems: Problems, path: Path | None = None
+) -> SourceFile | None:
+    """Load a document from bytes (a file, or a git blob of another revision)."""
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        before = err.object[: err.start]
+        before = data[: err.start]
         problems.error(
             "XCE001",
             f"file is not valid UTF-8 (byte {err.start})",
@@ -129,9 +141,13 @@ def load_file(path: Path, shown: str, problems: Problems) -> SourceFile | None:
             ),
         )
         return None
-    except OSError as err:
-        problems.error("XCE006", f"cannot read file: {err.strerror}", "", Where(shown))
-        return None
+    return load_text(text, shown, problems, path)
+
+
+def load_text(
+    text: str, shown: str, problems: Problems, path: Path | None = None
+) -> SourceFile | None:
+    """Parse one document; without a path the display path stands in for it."""
     if "\x00" in text:
         problems.error(
             "XCE001",
@@ -171,14 +187,18 @@ def load_file(path: Path, shown: str, problems: Problems) -> SourceFile | None:
             Where(shown, line=1, column=1),
         )
         return None
-    return SourceFile(shown, path, data)
+    return SourceFile(shown, path or Path(shown), data)
 
 
 class Locator:
     """Resolves ``Where.ypath`` to line and column by composing only the files that need it."""
 
-    def __init__(self, files: Iterable[SourceFile] = ()) -> None:
+    def __init__(
+        self, files: Iterable[SourceFile] = (), texts: Mapping[str, str] | None = None
+    ) -> None:
+        """``texts`` holds documents that are not files on disk (git blobs), by display path."""
         self._paths: dict[str, Path] = {f.path: f.abspath for f in files}
+        self._texts: dict[str, str] = dict(texts or {})
         self._nodes: dict[str, Node | None] = {}
 
     def register(self, shown: str, path: Path) -> None:
@@ -188,11 +208,13 @@ class Locator:
         if file not in self._nodes:
             path = self._paths.get(file)
             node: Node | None = None
-            if path is not None:
-                try:
-                    node = _safe_yaml().compose(path.read_text(encoding="utf-8"))
-                except (OSError, YAMLError, UnicodeDecodeError):
-                    node = None
+            try:
+                text = self._texts.get(file)
+                if text is None and path is not None:
+                    text = path.read_text(encoding="utf-8")
+                node = _safe_yaml().compose(text) if text is not None else None
+            except (OSError, YAMLError, UnicodeDecodeError):
+                node = None
             self._nodes[file] = node
         return self._nodes[file]
 

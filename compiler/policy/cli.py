@@ -23,7 +23,6 @@ from compiler.policy.gitsource import RevisionBuild, compile_at, open_repo
 from compiler.policy.review import diff
 from compiler.policy.review_render import render as render_review
 from compiler.policy.site import mentions_site_policy
-from compiler.policy.text_source import TextLocator
 from compiler.problem_render import render as render_problems
 from compiler.problems import Problem, Problems, UserError
 from compiler.textstyle import Style
@@ -123,7 +122,7 @@ def _review(args: argparse.Namespace) -> int:
     today = datetime.date.today()
     base = compile_at(repo, args.base, args.policies, args.site, today)
     head = compile_at(repo, args.head, args.policies, args.site, today)
-    _report(TextLocator(head.texts).locate_all(head.problems), "text")
+    _report(Locator(texts=head.texts).locate_all(head.problems), "text")
     if head.problems.has_errors:
         return EXIT_ERROR
     if base.problems.has_errors:

@@ -18,9 +18,8 @@ from git.exc import BadName, BadObject, InvalidGitRepositoryError, NoSuchPathErr
 
 from compiler.policy.compile import POLICY_FILES, compile_sources, missing_file
 from compiler.policy.site import mentions_site_policy
-from compiler.policy.text_source import load_bytes
 from compiler.problems import Problem, Problems, UserError
-from compiler.yaml_source import YAML_SUFFIXES, SourceFile
+from compiler.yaml_source import YAML_SUFFIXES, SourceFile, load_bytes
 
 
 @dataclass(frozen=True, slots=True)
