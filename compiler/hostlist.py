@@ -13,11 +13,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ClusterShell.NodeSet import NodeSet, NodeSetException
+from ClusterShell.NodeSet import NodeSet, NodeSetBase, NodeSetException
+from ClusterShell.RangeSet import RangeSet
 
 MAX_RANGE = 65_536
 _NAME_CHARS = re.compile(r"[A-Za-z0-9._-]")
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+# A name ClusterShell reads as one pattern ``<prefix>%s`` and one index kept as written.
+_SIMPLE_NAME = re.compile(r"([A-Za-z][A-Za-z._-]*)(\d{1,30})")
 
 
 class HostlistError(ValueError):
@@ -144,5 +147,24 @@ def expand(expr: str) -> list[str]:
 
 
 def compress(names: Iterable[str]) -> str:
-    """The folded expression of a set of names (the inverse of ``expand``)."""
-    return str(NodeSet.fromlist(list(names)))
+    """The folded expression of a set of names (the inverse of ``expand``).
+
+    ``NodeSet.fromlist`` parses every name on its own (about 20 µs each, seconds for a
+    100,000-host site). Names of the common form letters + digits go straight into one
+    ``RangeSet`` per prefix — the very (pattern, index strings) that parsing would give —
+    and only the others are parsed, so the folded text is the same.
+    """
+    indexes: dict[str, list[str]] = {}
+    others: list[str] = []
+    for name in names:
+        m = _SIMPLE_NAME.fullmatch(name)
+        if m is None:
+            others.append(name)
+        else:
+            indexes.setdefault(m[1], []).append(m[2])
+    folded = NodeSet.fromlist(others)
+    for prefix, digits in indexes.items():
+        rangeset = RangeSet()
+        rangeset.update(digits)
+        folded.update(NodeSetBase(prefix + "%s", rangeset, copy_rangeset=False))
+    return str(folded)

@@ -27,6 +27,7 @@ def emit_hosts(
     doc: SiteDocument, site: Site, table: HostTable, mounts: dict[str, list[str]], ctx: EmitContext
 ) -> None:
     defaults = site.defaults.host
+    add, controller, owner = ctx.entries.append, ctx.controller, ctx.owner
     for loc in doc.host_groups:
         g = loc.item
         hosts = table.members.get(g.name)
@@ -75,22 +76,22 @@ def emit_hosts(
                 if ov.switch is not None:
                     attrs["switch"] = ov.switch
                 host_counters = {**host_counters, **ov.counters}
-            ctx.add(
+            add(
                 Entry(
                     f"host/{h}",
                     "host",
                     "available",
                     source,
-                    ctx.controller,
+                    controller,
                     None,
                     None,
                     attrs,
                     spec,
-                    ctx.owner,
+                    owner,
                 )
             )
             if prov is not None:
-                ctx.add(
+                add(
                     Entry(
                         f"instance/{h}",
                         "instance",
@@ -105,9 +106,22 @@ def emit_hosts(
                             "group": g.name,
                             "join_deadline": spec["join_deadline"],
                         },
-                        ctx.owner,
+                        owner,
                     )
                 )
             location = f"host/{h}"
-            for name, amount in host_counters.items():
-                ctx.controlled(f"counter/{name}@{location}", "counter", amount, location=location)
+            for name, amount in host_counters.items():  # the bulk of a big site: kept lean
+                add(
+                    Entry(
+                        f"counter/{name}@{location}",
+                        "counter",
+                        "available",
+                        "config",
+                        controller,
+                        location,
+                        amount,
+                        {},
+                        {},
+                        owner,
+                    )
+                )
