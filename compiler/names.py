@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import heapq
+import os
 from collections.abc import Iterable
 
 
@@ -27,9 +29,24 @@ def path_unsafe_reason(name: str) -> str | None:
     return None
 
 
+MAX_CANDIDATES = 2000
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    return len(os.path.commonprefix([a, b]))
+
+
 def nearest(word: str, candidates: Iterable[str]) -> str | None:
-    """The closest candidate, if any is close enough to be a likely typo."""
-    found = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    """The closest candidate, if any is close enough to be a likely typo.
+
+    Among very many names (100,000 hosts) only those of about the same length and with the
+    the longest common prefix are compared, so an error stays cheap to report.
+    """
+    pool = list(candidates)
+    if len(pool) > MAX_CANDIDATES:
+        near = [c for c in pool if abs(len(c) - len(word)) <= 2]
+        pool = heapq.nlargest(MAX_CANDIDATES, near, key=lambda c: _shared_prefix(c, word))
+    found = difflib.get_close_matches(word, pool, n=1, cutoff=0.6)
     return found[0] if found else None
 
 
