@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import heapq
-import os
 from collections.abc import Iterable
 
 
@@ -33,7 +32,12 @@ MAX_CANDIDATES = 2000
 
 
 def _shared_prefix(a: str, b: str) -> int:
-    return len(os.path.commonprefix([a, b]))
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def nearest(word: str, candidates: Iterable[str]) -> str | None:
