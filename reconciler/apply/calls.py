@@ -1,0 +1,107 @@
+"""One action's provider call, journaled before it is made and retried while retrying may help.
+
+The journal row goes to ``running`` before each attempt and to ``done``/``failed`` after
+it, so a run killed at any point leaves the op either done or in doubt, never lost; an
+op in doubt is sent again with the same op_id and the provider deduplicates it. A reply
+``ABORTED`` means a newer epoch fenced this runner off: it stops, and writes nothing more
+for that op (the newer runner owns it now).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from compiler.problems import Problem
+from reconciler.apply import codes
+from reconciler.apply.ops import planned_op, request_for
+from reconciler.apply.report import Outcome, Status
+from reconciler.apply.transports import Transports
+from reconciler.plan_model import Action
+from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
+from reconciler.state import LockLost, OpStatus, StateError, StateStore
+from reconciler.transports import Transport
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Exponential backoff with jitter: ``delay``, 2×, 4× … capped at ``max_delay`` seconds."""
+
+    retries: int = 3
+    delay: float = 0.5
+    max_delay: float = 8.0
+
+    def pause(self, attempt: int) -> float:
+        base = min(self.max_delay, self.delay * 2.0 ** (attempt - 1))
+        return base * (0.5 + random.random() / 2)
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    store: StateStore
+    run_id: str
+    epoch: int
+    owner: str
+    transports: Transports
+    retry: RetryPolicy
+    check_lease: Callable[[], None]  # raises LockLost / StateError once the lease is gone
+
+
+def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
+    """Carry out ``action`` as op ``op``; journal errors (StateError) propagate."""
+    started = time.monotonic()
+
+    def finish(status: Status, attempts: int, code: str | None = None, message: str = "",
+               error: str | None = None, stop: Problem | None = None) -> Outcome:
+        return Outcome(action, op, status, attempts=attempts, code=code, message=message,
+                       hint=codes.HINTS.get(code or "", ""), error=error,
+                       seconds=time.monotonic() - started, stop=stop)
+
+    try:
+        transport = ctx.transports.get(action.provider)
+    except ProviderError as err:
+        ctx.store.journal_finish(op, OpStatus.FAILED, error=f"{err.code.value}: {err.message}")
+        return finish(Status.FAILED, 0, codes.NO_PROVIDER, err.message, err.code.value)
+    planned = planned_op(op, action)
+    request = request_for(action, op, ctx.epoch, ctx.owner)
+    attempt = 0
+    while True:
+        try:
+            ctx.check_lease()
+        except StateError as err:
+            stop = err.problems[0]
+            if isinstance(err, LockLost):
+                stop = codes.problem(codes.LOCK_LOST, stop.message, stop.subject)
+            again = " again" if attempt else ""  # an earlier attempt failed: in doubt
+            return finish(Status.SKIPPED, attempt, codes.SKIP_STOPPED,
+                          f"not run{again}: {stop.message}", stop=stop)
+        attempt += 1
+        if ctx.store.journal_start(ctx.run_id, planned).status is OpStatus.DONE:
+            return finish(Status.ALREADY_DONE, attempt - 1)
+        reply = _call_safely(transport, request)
+        if reply.ok:
+            ctx.store.journal_finish(op, OpStatus.DONE, result=reply.result)
+            return finish(Status.DONE, attempt)
+        failure = reply.error or ProviderError(ErrorCode.INTERNAL, "failed without an error")
+        code, text = failure.code.value, f"{failure.code.value}: {failure.message}"
+        if failure.code is ErrorCode.ABORTED:
+            stop = codes.problem(codes.FENCED, f"provider '{action.provider}' refused epoch "
+                                 f"{ctx.epoch}: {failure.message}", action.provider)
+            return finish(Status.FAILED, attempt, codes.FENCED, text, code, stop)
+        if failure.retryable and attempt <= ctx.retry.retries:
+            time.sleep(ctx.retry.pause(attempt))
+            continue
+        ctx.store.journal_finish(op, OpStatus.FAILED, error=text)
+        tries = f" (after {attempt} attempts)" if attempt > 1 else ""
+        return finish(Status.FAILED, attempt, codes.ACTION_FAILED, text + tries, code)
+
+
+def _call_safely(transport: Transport, request: Request) -> Reply:
+    """A transport must not raise; if one does (a bug), its error is this op's failure."""
+    try:
+        return transport.call(request)
+    except Exception as err:  # one broken provider must not end the apply
+        detail = f"provider '{transport.name}' failed: {type(err).__name__}: {err}"
+        return Reply.failure(ProviderError(ErrorCode.INTERNAL, detail))

@@ -1,0 +1,99 @@
+"""How an apply shows progress: a rich bar on a terminal, one plain line per action in CI.
+
+Both get every settled action from the executor's thread; failures are printed as they
+happen, so a long apply never hides a problem until its end.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol, TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from reconciler.apply.report import Outcome, Status
+
+
+class Sink(Protocol):
+    def start(self, total: int) -> None: ...
+
+    def update(self, outcome: Outcome) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def describe(outcome: Outcome) -> str:
+    """``create volume/shared (shared-fs)`` plus why, for a failed or skipped action."""
+    action = outcome.action
+    text = f"{action.action} {action.entry} ({action.provider or 'no provider'})"
+    if outcome.status is Status.FAILED or outcome.status is Status.SKIPPED:
+        text += f": {outcome.code} {outcome.message}"
+    return text
+
+
+class Silent:
+    def start(self, total: int) -> None:
+        """Nothing to show."""
+
+    def update(self, outcome: Outcome) -> None:
+        """Nothing to show."""
+
+    def close(self) -> None:
+        """Nothing to show."""
+
+
+class PlainLines:
+    """``[  12/340] done          create volume-dir/shared/alice (shared-fs) 0.02s``."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._total = 0
+        self._count = 0
+
+    def start(self, total: int) -> None:
+        self._total = total
+
+    def update(self, outcome: Outcome) -> None:
+        self._count += 1
+        width = len(str(self._total))
+        took = f" {outcome.seconds:.2f}s" if outcome.status is Status.DONE else ""
+        self._stream.write(f"[{self._count:>{width}}/{self._total}] {outcome.status.value:<13}"
+                           f"{describe(outcome)}{took}\n")
+        self._stream.flush()
+
+    def close(self) -> None:
+        self._stream.flush()
+
+
+class Bar:
+    """A rich progress bar; failures are printed above it as they happen."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._progress = Progress(TextColumn("applying"), BarColumn(), MofNCompleteColumn(),
+                                  TextColumn("{task.fields[failed]} failed"),
+                                  TimeElapsedColumn(), console=Console(file=stream),
+                                  transient=False)
+        self._task = self._progress.add_task("apply", total=0, failed=0)
+        self._failed = 0
+
+    def start(self, total: int) -> None:
+        self._progress.update(self._task, total=total)
+        self._progress.start()
+
+    def update(self, outcome: Outcome) -> None:
+        if outcome.status is Status.FAILED:
+            self._failed += 1
+            # Text, not markup: entry ids may contain brackets
+            self._progress.console.print(Text.assemble(("failed ", "red"), describe(outcome)))
+        self._progress.update(self._task, advance=1, failed=self._failed)
+
+    def close(self) -> None:
+        self._progress.stop()
+
+
+def sink_for(stream: TextIO) -> Sink:
+    """A bar on an interactive terminal; plain lines in CI or when output is not a TTY."""
+    interactive = stream.isatty() and os.environ.get("CI", "").lower() not in ("true", "1")
+    return Bar(stream) if interactive else PlainLines(stream)

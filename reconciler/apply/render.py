@@ -1,0 +1,107 @@
+"""The apply report as text (for people) or json (for CI), from the same ApplyReport data.
+
+Text lists only what needs attention (failed and skipped actions, why the apply stopped,
+stale entries) and counts the rest, so a 100,000-action apply still reads in one screen
+when it went well; json lists every action with its op_id for tools and audits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.canonical import dumps
+from compiler.problem_render import problem_to_json
+from compiler.problems import Problem
+from compiler.textstyle import Style
+from reconciler.apply.report import ApplyReport, Outcome, Status
+
+FORMATS = ("text", "json")
+
+
+def _short(digest: str) -> str:
+    return digest.removeprefix("sha256:")[:12]
+
+
+def _headline(report: ApplyReport, s: Style) -> str:
+    what = f"plan {_short(report.plan_digest)}"
+    if report.revision:
+        what += f" (revision {report.revision[:12]})"
+    if report.result == "stale":
+        return f"{s.red('Refused')} {what}: it is stale"
+    run = f" as run {report.run_id}, epoch {report.epoch}" if report.run_id else ""
+    word = s.green("Applied") if report.result == "applied" else s.red("Failed to apply")
+    return f"{word} {what}{run}"
+
+
+def _outcome_lines(outcome: Outcome) -> list[str]:
+    a = outcome.action
+    lines = [f"  {a.action} {a.entry} ({a.provider or 'no provider'}): "
+             f"{outcome.code} {outcome.message}"]
+    if outcome.hint:
+        lines.append(f"    hint: {outcome.hint}")
+    return lines
+
+
+def _problem_lines(problems: tuple[Problem, ...]) -> list[str]:
+    """One line per problem; a hint shared by all of them (stale entries) is said once."""
+    hints = {p.hint for p in problems}
+    out = [f"  {p.code}: {p.message}" + (f"\n    hint: {p.hint}" if len(hints) > 1 and p.hint
+                                          else "") for p in problems]
+    if len(hints) == 1 and problems[0].hint:
+        out.append(f"  hint: {problems[0].hint}")
+    return out
+
+
+def render_text(report: ApplyReport, style: Style | None = None) -> str:
+    s = style or Style(color=False)
+    out = [_headline(report, s)]
+    if report.stale:
+        out.append(f"{len(report.stale)} problem(s); nothing was changed:")
+        out.extend(_problem_lines(report.stale))
+    for title, status in (("Failed", Status.FAILED), ("Skipped", Status.SKIPPED)):
+        chosen = [o for o in report.outcomes if o.status is status]
+        if chosen:
+            out.append(f"{s.bold(title)} ({len(chosen)}):")
+            for outcome in chosen:
+                out.extend(_outcome_lines(outcome))
+    if report.stopped is not None:
+        out.append(f"{s.red('Stopped')}: {report.stopped.code} {report.stopped.message}")
+        if report.stopped.hint:
+            out.append(f"  hint: {report.stopped.hint}")
+    if not report.stale:
+        counts = report.counts()
+        out.append(", ".join(f"{n} {status.replace('-', ' ')}" for status, n in counts.items())
+                   + f" in {report.seconds:.1f}s")
+    return "\n".join(out) + "\n"
+
+
+def _outcome_json(o: Outcome) -> dict[str, Any]:
+    a = o.action
+    return {"id": a.id, "action": a.action, "entry": a.entry, "provider": a.provider,
+            "op_id": o.op_id, "status": o.status.value, "attempts": o.attempts, "code": o.code,
+            "message": o.message, "hint": o.hint, "error": o.error,
+            "seconds": round(o.seconds, 3)}
+
+
+def report_json(report: ApplyReport) -> dict[str, Any]:
+    return {
+        "result": report.result,
+        "exit_code": report.exit_code,
+        "plan_digest": report.plan_digest,
+        "desired_digest": report.desired_digest,
+        "revision": report.revision,
+        "run_id": report.run_id,
+        "epoch": report.epoch,
+        "seconds": round(report.seconds, 3),
+        "counts": report.counts(),
+        "actions": [_outcome_json(o) for o in report.outcomes],
+        "stale": [problem_to_json(p) for p in report.stale],
+        "stopped": None if report.stopped is None else problem_to_json(report.stopped),
+        "notices": [problem_to_json(p) for p in report.notices],
+    }
+
+
+def render(report: ApplyReport, fmt: str, style: Style | None = None) -> str:
+    if fmt == "json":
+        return dumps(report_json(report)).decode()
+    return render_text(report, style)

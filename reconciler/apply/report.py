@@ -1,0 +1,76 @@
+"""What an apply did, as plain data: one outcome per action plus why it stopped, if it did.
+
+Renderers (text, json) and the exit code read this; nothing here prints. ``stale`` is set
+when the plan was refused before anything ran because the world moved on since planning.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from enum import StrEnum
+
+from compiler.cli_runner import EXIT_ERROR, EXIT_OK, EXIT_STALE
+from compiler.problems import Problem
+from reconciler.plan_model import Action
+
+
+class Status(StrEnum):
+    DONE = "done"
+    ALREADY_DONE = "already-done"  # by an earlier run of the same plan (journal)
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+SUCCEEDED = frozenset({Status.DONE, Status.ALREADY_DONE})
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One action's result. ``code`` (XCE8xx) says why it failed or was skipped."""
+
+    action: Action
+    op_id: str
+    status: Status
+    attempts: int = 0
+    code: str | None = None
+    message: str = ""
+    hint: str = ""
+    error: str | None = None  # the provider's error code (UNAVAILABLE, …) when it failed
+    seconds: float = 0.0
+    stop: Problem | None = None  # set when this outcome must stop the whole apply
+
+    @property
+    def ok(self) -> bool:
+        return self.status in SUCCEEDED
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyReport:
+    plan_digest: str
+    desired_digest: str
+    revision: str | None
+    run_id: str | None
+    epoch: int | None
+    outcomes: tuple[Outcome, ...] = ()
+    notices: tuple[Problem, ...] = ()
+    stopped: Problem | None = None
+    stale: tuple[Problem, ...] = ()
+    seconds: float = 0.0
+
+    def counts(self) -> dict[str, int]:
+        counted = Counter(o.status for o in self.outcomes)
+        return {s.value: counted.get(s, 0) for s in Status}
+
+    @property
+    def result(self) -> str:
+        """``stale``, ``failed`` or ``applied``: the one word a CI job keys on."""
+        if self.stale:
+            return "stale"
+        if self.stopped is not None or any(o.status is Status.FAILED for o in self.outcomes):
+            return "failed"
+        return "applied"
+
+    @property
+    def exit_code(self) -> int:
+        return {"stale": EXIT_STALE, "failed": EXIT_ERROR}.get(self.result, EXIT_OK)

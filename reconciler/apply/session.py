@@ -1,0 +1,227 @@
+"""One apply, start to end: lock, epoch, recovery, (plan,) staleness, journaled execution.
+
+Under the site's lock each run bumps the fencing epoch, finishes what a killed run left in
+doubt, checks that a saved plan still fits the live map (entries this plan already changed
+are its own and do not count), journals every op before its call and runs the plan.
+``xce-apply SITE --auto-approve`` plans inside the lock, so no one changes the world
+between its plan and its apply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from compiler.problems import Problem, Severity, UserError
+from reconciler.apply import codes
+from reconciler.apply.calls import CallContext, RetryPolicy, perform
+from reconciler.apply.executor import Executor
+from reconciler.apply.gates import blocking, gate
+from reconciler.apply.graph import Graph
+from reconciler.apply.locking import lock_name, take_lock
+from reconciler.apply.ops import op_id, plan_digest, planned_op
+from reconciler.apply.progress import Silent, Sink
+from reconciler.apply.recovery import Recovery, op_key, recover, run_prefix
+from reconciler.apply.report import ApplyReport, Outcome, Status
+from reconciler.apply.transports import Transports
+from reconciler.pipeline import Desired, gather, plan_for
+from reconciler.plan_model import Action, Plan
+from reconciler.planfile import SavedPlan, fingerprint
+from reconciler.planner.settings import read_settings
+from reconciler.state import Holder, LockLost, OpStatus, RunStatus, StateStore, current_holder
+from reconciler.state.heartbeat import Heartbeat
+
+STALE_SHOWN = 50  # stale entries named one by one; the rest are counted
+_JOURNALED_SKIPS = frozenset({codes.SKIP_DESTROY, codes.SKIP_PROTECTED, codes.SKIP_DEPENDENCY})
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyOptions:
+    allow_destroy: bool = False
+    lock_timeout: float = 0.0
+    lock_ttl: float = 60.0
+    parallelism: int = 4  # concurrent calls per provider
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    holder: Holder | None = None  # default: this process (user@host:pid)
+
+
+@dataclass(frozen=True, slots=True)
+class FreshPlan:
+    """Plan inside the lock (``--auto-approve``) with these planner options."""
+
+    targets: tuple[str, ...] = ()
+    force: bool = False
+
+
+@dataclass(slots=True)
+class _Run:
+    desired: Desired
+    store: StateStore
+    workdir: Path
+    options: ApplyOptions
+    sink: Sink
+    lock: str
+    epoch: int = 0
+    notices: list[Problem] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+
+def apply(desired: Desired, source: SavedPlan | FreshPlan, store: StateStore, workdir: Path,
+          options: ApplyOptions, sink: Sink | None = None) -> ApplyReport:
+    """Apply a saved plan, or plan and apply (``FreshPlan``). Refusals raise UserError."""
+    supply = desired.supply
+    run = _Run(desired, store, workdir, options, sink or Silent(),
+               lock_name(supply.site or supply.owner), notices=list(desired.warnings))
+    if isinstance(source, SavedPlan) and source.plan.desired_digest != desired.digest:
+        return _report(run, source.plan, None, stale=[codes.problem(
+            codes.PLAN_FOR_OTHER_CONFIG, f"the plan was made for desired map "
+            f"{source.plan.desired_digest[:19]}…, but the site now compiles to "
+            f"{desired.digest[:19]}…", "plan", "the site-config changed since the plan was "
+            "made: make the plan again with xce-plan --out FILE")])
+    holder = options.holder or current_holder()
+    taken = take_lock(store, run.lock, holder, options.lock_ttl, options.lock_timeout)
+    if taken.took_over is not None:
+        gone = taken.took_over
+        run.notices.append(codes.problem(
+            codes.LOCK_TAKEN_OVER, f"took over lock {gone.name!r} from {gone.holder}, whose "
+            "process on this host is gone", gone.name, "", Severity.WARNING))
+    try:
+        with Heartbeat(store, taken.lock, options.lock_ttl) as beat:
+            run.epoch = store.next_epoch(run.lock)
+            recovery = recover(store, run.lock)
+            if recovery.interrupted:
+                run.notices.append(codes.problem(
+                    codes.RESUMED, f"finishing after {len(recovery.interrupted)} interrupted "
+                    f"run(s) ({', '.join(recovery.interrupted)}); "
+                    f"{len(recovery.in_doubt)} op(s) were in doubt", run.lock, "",
+                    Severity.WARNING))
+            if isinstance(source, SavedPlan):
+                allow = options.allow_destroy or source.destroy
+                return _execute(run, source.plan, recovery, holder, beat, allow, verify=True)
+            plan = _fresh_plan(run, source)
+            return _execute(run, plan, recovery, holder, beat, options.allow_destroy,
+                            verify=False, partial=bool(source.targets))
+    finally:
+        with contextlib.suppress(LockLost):  # lost during the run: the report says so
+            store.release(run.lock, holder.name)
+
+
+def _fresh_plan(run: _Run, source: FreshPlan) -> Plan:
+    live = gather(run.desired, run.workdir)
+    errors = [p for p in live.problems if p.severity is Severity.ERROR]
+    if errors:
+        raise UserError(errors)
+    run.notices.extend(live.problems)
+    return plan_for(run.desired, live, now=time.time(), targets=source.targets,
+                    destroy=run.options.allow_destroy, force=source.force)
+
+
+def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: Heartbeat,
+             allow_destroy: bool, *, verify: bool, partial: bool = False) -> ApplyReport:
+    graph = Graph.of(plan.actions)
+    supply = run.desired.supply
+    protected = read_settings(supply.settings, supply.owner).is_protected
+    gated = {a.id: g for a in plan.actions
+             if (g := gate(a, allow_destroy=allow_destroy, protected=protected)) is not None}
+    refusals = blocking(plan, {graph.actions[a].entry for a in gated})
+    if refusals:
+        raise UserError([codes.problem(codes.PLAN_BLOCKED, f"the plan has {len(refusals)} "
+                                       "guard error(s), so it is not applied", "plan",
+                                       "fix what they say, or plan again with --force where "
+                                       "that is intended"), *refusals])
+    digest = plan_digest(plan)
+    done = run.store.done_op_ids(digest)
+    op_ids = {a.id: recovery.in_doubt.get(op_key(a)) or op_id(digest, a) for a in plan.actions}
+    in_doubt = set(recovery.in_doubt.values())
+    adopted = {op for op in op_ids.values() if op in in_doubt}
+    todo = [a for a in plan.actions if op_ids[a.id] not in done]
+    if verify:
+        ours = {a.entry for a in plan.actions if op_ids[a.id] in adopted}
+        stale = _stale(run, plan, [a for a in todo if a.entry not in ours])
+        if stale:
+            return _report(run, plan, None, stale=stale)
+    run_id = f"{run_prefix(run.lock)}{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
+    run.store.start_run(run_id, digest, holder.name)
+    run.store.journal_add(run_id, [planned_op(op_ids[a.id], a) for a in todo])
+    recovery.close_unneeded(run.store, adopted)
+    upfront: dict[str, Outcome] = {
+        a.id: Outcome(a, op_ids[a.id], Status.ALREADY_DONE)
+        for a in plan.actions if op_ids[a.id] in done
+    }
+    for action_id, (code, why) in gated.items():
+        upfront.setdefault(action_id, Outcome(graph.actions[action_id], op_ids[action_id],
+                                              Status.SKIPPED, code=code, message=why,
+                                              hint=codes.HINTS[code]))
+    transports = Transports(run.desired.bindings, run.workdir)
+    ctx = CallContext(run.store, run_id, run.epoch, supply.owner, transports,
+                      run.options.retry, beat.check)
+    executor = Executor(graph, op_ids, lambda a: perform(ctx, graph.actions[a], op_ids[a]),
+                        bound=run.options.parallelism,
+                        settled=lambda o: _settled(run, executor, o))
+    run.sink.start(len(plan.actions))
+    try:
+        outcomes = executor.run(upfront)
+    finally:
+        transports.close()
+        run.sink.close()
+    report = _report(run, plan, run_id, outcomes=outcomes, stopped=executor.stopped)
+    clean = report.result == "applied" and all(o.ok for o in outcomes)
+    status = (RunStatus.INTERRUPTED if executor.stopped is not None
+              else RunStatus.SUCCEEDED if report.result == "applied" else RunStatus.FAILED)
+    run.store.finish_run(run_id, status)
+    if clean and not partial:
+        run.store.set_applied(supply.site or supply.owner, run.desired.digest, supply.revision)
+    return report
+
+
+def _settled(run: _Run, executor: Executor, outcome: Outcome) -> None:
+    """Journal why an action was skipped (not after a stop: the journal may be another's)."""
+    run.sink.update(outcome)
+    if outcome.code in _JOURNALED_SKIPS and executor.stopped is None:
+        run.store.journal_finish(outcome.op_id, OpStatus.SKIPPED,
+                                 error=f"{outcome.code}: {outcome.message}")
+
+
+def _stale(run: _Run, plan: Plan, actions: Sequence[Action]) -> list[Problem]:
+    """Re-read the live entries ``actions`` touch; name those that changed since planning."""
+    providers = sorted({a.provider for a in actions if a.provider})
+    if not providers:
+        return []
+    live = gather(run.desired, run.workdir, only=providers)
+    run.notices.extend(p for p in live.problems if p.subject in providers)
+    bound = run.desired.bindings.get("providers") or {}
+    unknown = {p: live.supply.unknown.get(p, "it is not bound in this site")
+               for p in providers if p in live.supply.unknown or p not in bound}
+    if unknown:
+        raise UserError([codes.problem(
+            codes.CANNOT_VERIFY, f"provider '{p}' did not report its inventory ({why}), so "
+            "the plan cannot be checked against the live map", p) for p, why in unknown.items()])
+    now = live.supply.entries
+    then = plan.fingerprints
+    changed = sorted({a.entry for a in actions
+                      if a.entry in then and fingerprint(now.get(a.entry)) != then[a.entry]})
+    return _stale_problems(changed)
+
+
+def _stale_problems(changed: Sequence[str]) -> list[Problem]:
+    hint = "the live map changed since the plan was made: make the plan again (xce-plan --out)"
+    shown = [codes.problem(codes.STALE_ENTRIES, f"{entry} changed since the plan was made",
+                           entry, hint) for entry in changed[:STALE_SHOWN]]
+    if len(changed) > STALE_SHOWN:
+        shown.append(codes.problem(codes.STALE_ENTRIES, f"… and {len(changed) - STALE_SHOWN} "
+                                   "more entries changed", "plan", hint))
+    return shown
+
+
+def _report(run: _Run, plan: Plan, run_id: str | None, *, outcomes: Collection[Outcome] = (),
+            stopped: Problem | None = None, stale: Sequence[Problem] = ()) -> ApplyReport:
+    return ApplyReport(plan_digest=plan_digest(plan), desired_digest=plan.desired_digest,
+                       revision=plan.revision, run_id=run_id, epoch=run.epoch or None,
+                       outcomes=tuple(outcomes), notices=tuple(run.notices), stopped=stopped,
+                       stale=tuple(stale), seconds=time.monotonic() - run.started)
+

@@ -1,0 +1,130 @@
+"""``xce-apply``: apply a saved plan, or plan and apply a site in one go (``--auto-approve``).
+
+Safe for several CI runners sharing one state store: the site's lock, a fencing epoch, a
+journal written before every provider call, and resumption of a killed run. Exit 0 when
+everything applied, 1 on an error or a failed action, 3 when the saved plan is stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from compiler.cli_runner import run_cli
+from compiler.problem_render import render_text as render_problems
+from compiler.problems import Problem, UserError
+from compiler.textstyle import Style
+from reconciler.apply import FORMATS, ApplyOptions, FreshPlan, RetryPolicy, apply, render
+from reconciler.apply.codes import USAGE
+from reconciler.apply.progress import sink_for
+from reconciler.pipeline import default_workdir, load_desired
+from reconciler.planfile import SavedPlan, load_plan
+from reconciler.state import open_store
+
+PROG = "xce-apply"
+STATE_FILE = "state.sqlite"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes are user errors (exit 1), never argparse's exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _usage(message, f"see '{self.prog} --help'")
+
+
+def _usage(message: str, hint: str) -> UserError:
+    return UserError([Problem(USAGE, message, hint, subject=PROG)])
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("what", nargs="?", type=Path, metavar="PLANFILE|SITE_DIR",
+                   help="a plan saved by xce-plan --out, or a site-config folder "
+                   "(with --auto-approve)")
+    p.add_argument("--auto-approve", action="store_true",
+                   help="plan and apply in one go, without a saved plan")
+    p.add_argument("--site", type=Path, help="site-config folder of a saved plan, for its "
+                   "provider bindings (default: site-config, unless --desired is given)")
+    p.add_argument("--desired", type=Path,
+                   help="a compiled supply map (build/supply-map.json, bindings.json beside it)")
+    p.add_argument("--workdir", type=Path, help="folder of the embedded defaults "
+                   "(default: <site>/.xce)")
+    p.add_argument("--state", metavar="PATH|URL", help="state store: a file, sqlite:///path or "
+                   "postgresql://user@host/db (default: $XCE_STATE_URL, else "
+                   f"<workdir>/{STATE_FILE})")
+    p.add_argument("--lock-timeout", type=float, default=0.0, metavar="SECONDS",
+                   help="wait this long for another apply to finish (default: fail at once)")
+    p.add_argument("--lock-ttl", type=float, default=60.0, metavar="SECONDS",
+                   help="lease of the lock, renewed while the apply runs; a runner that dies "
+                   "frees it after this long (default: 60)")
+    p.add_argument("--allow-destroy", action="store_true",
+                   help="run destructive actions (release, evict, delete) too")
+    p.add_argument("--parallelism", type=_positive, default=4, metavar="N",
+                   help="concurrent calls per provider (default: 4)")
+    p.add_argument("--retries", type=int, default=3, metavar="N",
+                   help="retries of a call that failed with a retryable error (default: 3)")
+    p.add_argument("--retry-delay", type=float, default=0.5, metavar="SECONDS",
+                   help="first backoff delay, doubled per retry (default: 0.5)")
+    p.add_argument("--format", choices=FORMATS, default="text", help="format of the report")
+    p.add_argument("--target", dest="targets", action="append", default=[],
+                   metavar="ID", help="with --auto-approve: plan only these entries (globs)")
+    p.add_argument("--force", action="store_true", help="with --auto-approve: turn "
+                   "safety-threshold errors of the plan into warnings")
+    return p
+
+
+def _source(args: argparse.Namespace) -> tuple[SavedPlan | FreshPlan, Path | None]:
+    """What to apply, and the site folder (None when --desired gives the map)."""
+    target: Path | None = args.what
+    site_given = target.is_dir() if target is not None else args.desired is not None
+    if site_given:
+        if not args.auto_approve:
+            raise _usage(f"{target or args.desired} is a site, not a saved plan",
+                         "apply a site with --auto-approve, or save a plan first: "
+                         "xce-plan SITE --out plan.json && xce-apply plan.json")
+        site = None if args.desired else target
+        return FreshPlan(tuple(args.targets), args.force), site
+    if target is None:
+        raise _usage("nothing to apply", "pass a plan file (xce-plan --out) or a site folder "
+                     "with --auto-approve")
+    if args.auto_approve or args.targets or args.force:
+        raise _usage("--auto-approve, --target and --force are for applying a site",
+                     "a saved plan is applied as it was made; plan again to change it")
+    saved = load_plan(target)
+    site = args.site if args.site is not None or args.desired else Path("site-config")
+    return saved, site
+
+
+def _body(argv: list[str] | None) -> int:
+    args = parser().parse_args(argv)
+    source, site = _source(args)
+    desired = load_desired(site, args.desired)
+    workdir = args.workdir or default_workdir(site, args.desired)
+    options = ApplyOptions(
+        allow_destroy=args.allow_destroy, lock_timeout=args.lock_timeout,
+        lock_ttl=args.lock_ttl, parallelism=args.parallelism,
+        retry=RetryPolicy(retries=max(0, args.retries), delay=max(0.0, args.retry_delay)),
+    )
+    with open_store(args.state, workdir / STATE_FILE) as store:
+        report = apply(desired, source, store, workdir, options, sink_for(sys.stderr))
+    if report.notices:
+        sys.stderr.write(render_problems(report.notices, Style.for_stream(sys.stderr)))
+    sys.stdout.write(render(report, args.format, Style.for_stream(sys.stdout)))
+    return report.exit_code
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_cli(PROG, lambda: _body(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

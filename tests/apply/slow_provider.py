@@ -1,0 +1,109 @@
+"""A test provider for the apply (exec transport): slow, deduplicating, fenced, faulty on demand.
+
+Usage: ``python slow_provider.py STATE_DIR``; one JSON request on stdin, one reply on stdout.
+STATE_DIR holds ``state.json`` (entries, applied op_ids, highest epoch), ``faults.json``
+(``{"<entry id>": {"code": "UNAVAILABLE", "times": 2}}``: fail that many calls), and logs:
+``executed.log`` gets one line per *effective* change (a repeated op_id is not one),
+``calls.log`` one line per mutating call received. ``delay`` (seconds) in ``config.json``
+is slept per mutating call before the change, outside the lock, so calls overlap;
+``slow`` maps entry ids to their own delay.
+Standard library only: it runs as its own process like a real provider would.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _read(path: Path, default: Any) -> Any:
+    return json.loads(path.read_text()) if path.exists() else default
+
+
+def _write(path: Path, doc: Any) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def _log(path: Path, line: str) -> None:
+    with open(path, "a") as fh:
+        fh.write(line + "\n")
+
+
+def _fail(code: str, message: str) -> dict[str, Any]:
+    retryable = code in ("UNAVAILABLE", "DEADLINE_EXCEEDED")
+    return {"ok": False, "error": {"code": code, "message": message, "retryable": retryable}}
+
+
+def _change(state: dict[str, Any], req: dict[str, Any]) -> dict[str, Any]:
+    params = req.get("params") or {}
+    entry = params.get("entry") or {}
+    entry_id = params.get("id") or entry.get("id")
+    entries = state["entries"]
+    if req["verb"] == "delete":
+        if entry_id not in entries:
+            return _fail("NOT_FOUND", f"{entry_id} does not exist")
+        del entries[entry_id]
+        return {"ok": True, "result": {"entry": None}}
+    if req["verb"] == "create" and entry_id in entries:
+        return _fail("ALREADY_EXISTS", f"{entry_id} already exists")
+    stored = {**entry, "owner": req.get("owner") or None}
+    entries[entry_id] = stored
+    return {"ok": True, "result": {"entry": stored}}
+
+
+def handle(home: Path, req: dict[str, Any]) -> dict[str, Any]:
+    verb = req.get("verb")
+    if verb == "inventory":
+        with open(home / ".lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            state = _read(home / "state.json", {"entries": {}, "ops": {}, "epoch": 0, "gen": 0})
+        entries = sorted(state["entries"].values(), key=lambda e: e["id"])
+        return {"ok": True, "result": {"generation": state["gen"], "complete": True,
+                                       "entries": entries}}
+    if verb not in ("create", "update", "delete"):
+        return _fail("INVALID_ARGUMENT", f"unknown verb {verb!r}")
+    params = req.get("params") or {}
+    entry_id = params.get("id") or (params.get("entry") or {}).get("id")
+    _log(home / "calls.log", f"{time.time():.4f} {os.getpid()} {req['op_id']} {verb} {entry_id}")
+    config = _read(home / "config.json", {})
+    time.sleep(float(config.get("slow", {}).get(entry_id, config.get("delay", 0))))
+    with open(home / ".lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = _read(home / "state.json", {"entries": {}, "ops": {}, "epoch": 0, "gen": 0})
+        if req.get("epoch", 0) < state["epoch"]:
+            return _fail("ABORTED", f"stale epoch {req.get('epoch')} (seen {state['epoch']})")
+        state["epoch"] = req.get("epoch", 0)
+        _write(home / "state.json", state)
+        if req["op_id"] in state["ops"]:
+            reply: dict[str, Any] = state["ops"][req["op_id"]]
+            return reply
+        faults = _read(home / "faults.json", {})
+        fault = faults.get(entry_id)
+        if fault and fault["times"] > 0:
+            fault["times"] -= 1
+            _write(home / "faults.json", faults)
+            return _fail(fault["code"], f"injected fault for {entry_id}")
+        reply = _change(state, req)
+        if reply["ok"]:
+            state["ops"][req["op_id"]] = reply
+            state["gen"] += 1
+            _log(home / "executed.log", f"{req['op_id']} {verb} {entry_id}")
+        _write(home / "state.json", state)
+        return reply
+
+
+def main() -> None:
+    home = Path(sys.argv[1])
+    req = json.loads(sys.stdin.read())
+    sys.stdout.write(json.dumps(handle(home, req)) + "\n")
+
+
+if __name__ == "__main__":
+    main()

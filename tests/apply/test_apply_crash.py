@@ -1,0 +1,141 @@
+"""Crash safety: a REAL xce-apply process killed with SIGKILL mid-run, then run again.
+
+The provider is a separate slow process that logs every effective change and deduplicates
+op_ids; the kill lands while one call is in flight (the journal says ``running``). The
+re-run must finish exactly the remainder: every change made once, every op done.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from reconciler.apply.ops import plan_digest
+from reconciler.state import JournalEntry, OpStatus, RunStatus, StateStore
+from tests.apply.conftest import Site, volume_site
+
+ROOT = Path(__file__).resolve().parents[2]
+DELAY = 0.1
+
+
+def xce_apply(site: Site, *args: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "reconciler.cli.apply",
+            *site.cli_args(*args, "--parallelism", "1", "--format", "json")]
+    return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def journal_now(store: StateStore, digest: str | None) -> list[JournalEntry]:
+    if digest is not None:
+        return store.journal(plan_digest=digest)
+    runs = store.runs(limit=1)
+    return store.journal(run_id=runs[0].run_id) if runs else []
+
+
+def kill_when(site: Site, proc: subprocess.Popen[str], done: int, digest: str | None,
+              *, in_call: bool = True) -> str:
+    """SIGKILL ``proc`` once ``done`` ops are done and the next is running; return that op.
+
+    ``in_call``: wait until the provider has received that op's call (else the kill may land
+    between the journal write and the call).
+    """
+    deadline = time.monotonic() + 30
+    with site.store() as store:
+        while time.monotonic() < deadline:
+            journal = journal_now(store, digest)
+            states = Counter(e.status for e in journal)
+            running = [e.op_id for e in journal if e.status is OpStatus.RUNNING]
+            sent = len(site.calls()) > states[OpStatus.DONE] or not in_call
+            if states[OpStatus.DONE] >= done and running and sent:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()  # reaped: its pid is gone, as after a CI runner's kill
+                return running[0]
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.01)
+    proc.kill()
+    raise AssertionError("the apply never reached the kill point")
+
+
+def finish(site: Site, *args: str) -> dict[str, object]:
+    proc = xce_apply(site, *args)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "XCE826" in err  # took over the dead runner's lock without waiting for its lease
+    assert "XCE827" in err  # and finished its interrupted run
+    report: dict[str, object] = json.loads(out)
+    return report
+
+
+@pytest.mark.parametrize(("done_before_kill", "in_call"), [(0, True), (3, False), (6, True)])
+def test_killed_plan_apply_finishes_exactly_the_remainder(site: Site, done_before_kill: int,
+                                                          in_call: bool) -> None:
+    site.write(volume_site(volumes=2, users=3), delay=DELAY)
+    plan = site.plan()
+    plan_file = site.save(plan)
+    digest = plan_digest(plan)
+    in_doubt = kill_when(site, xce_apply(site, str(plan_file)), done_before_kill, digest,
+                         in_call=in_call)
+
+    report = finish(site, str(plan_file))
+    counts = report["counts"]
+    assert isinstance(counts, dict)
+    assert counts["already-done"] >= done_before_kill
+    assert counts["done"] + counts["already-done"] == len(plan.actions)
+    # every change happened exactly once, and nothing is missing
+    assert Counter(site.executed()) == Counter(a.entry for a in plan.actions)
+    with site.store() as store:
+        journal = {e.op_id: e for e in store.journal(plan_digest=digest)}
+        assert len(journal) == len(plan.actions)
+        assert {e.status for e in journal.values()} == {OpStatus.DONE}
+        # the op in flight at the kill was sent again under the same op_id: the provider
+        # deduplicated it, and the journal counts both attempts
+        assert journal[in_doubt].attempts == 2
+        sent = site.calls().count(journal[in_doubt].entry_id)
+        assert sent == 2 if in_call else sent in (1, 2)
+        # every call was journaled before it was made (a kill may fall in between)
+        attempts = sum(e.attempts for e in journal.values())
+        assert len(site.calls()) <= attempts <= len(site.calls()) + (0 if in_call else 1)
+        assert [r.status for r in store.runs(digest)] == [RunStatus.SUCCEEDED,
+                                                           RunStatus.INTERRUPTED]
+        assert store.list_locks() == []
+    assert site.plan().actions == ()
+
+
+@pytest.mark.parametrize("orphan_done_first", [True, False])
+def test_killed_auto_approve_finishes_with_a_new_plan(site: Site,
+                                                     orphan_done_first: bool) -> None:
+    """The killed runner's provider call goes on (its own process) and may finish either
+    before the re-run plans (the new plan no longer has the action: the op in doubt is
+    closed) or after (the new plan has it: it is sent under the old op_id and deduplicated).
+    """
+    site.write(volume_site(volumes=2, users=3), delay=DELAY)
+    in_flight = "volume-dir/v1/u01"  # the third action: after both volumes
+    site.configure(delay=DELAY, slow={in_flight: 0.2 if orphan_done_first else 1.0})
+    entries = Counter(a.entry for a in site.plan().actions)
+    in_doubt = kill_when(site, xce_apply(site, "--auto-approve"), 2, None)
+    if orphan_done_first:
+        while in_flight not in site.executed():
+            time.sleep(0.01)
+
+    report = finish(site, "--auto-approve")
+    assert report["result"] == "applied"
+    assert Counter(site.executed()) == entries  # each change once, none missing
+    assert site.plan().actions == ()
+    with site.store() as store:
+        runs = store.runs()
+        assert [r.status for r in runs] == [RunStatus.SUCCEEDED, RunStatus.INTERRUPTED]
+        (op,) = [e for r in runs for e in store.journal(run_id=r.run_id) if e.op_id == in_doubt]
+        if orphan_done_first:  # closed: the entry already matched, nothing to send
+            assert (op.status, op.entry_id) == (OpStatus.SKIPPED, in_flight)
+            assert op.error is not None and op.error.startswith("XCE834")
+            assert site.calls().count(in_flight) == 1
+        else:  # adopted by the new run under the same op_id, and deduplicated
+            assert (op.status, op.run_id, op.attempts) == (OpStatus.DONE, runs[0].run_id, 2)
+            assert site.calls().count(in_flight) == 2
