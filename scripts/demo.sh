@@ -1,10 +1,37 @@
 #!/usr/bin/env bash
-# The main job on the example site with the embedded defaults: compile, plan, apply, drift.
+# The main job on the example site with the embedded defaults:
+# compile → plan → apply → drift check (a plan that must show nothing to do).
+# Everything lives in <site>/.xce (controller map, state store, provider roots) and build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 site=${1:-site-config}
+workdir="$site/.xce"
+rm -rf "$workdir" build   # start from an empty cluster so the whole loop is shown
 
-echo "== compile"
+echo "== 1. compile: validate $site and write the desired supply map"
 xce-compile "$site" --out build
+
+echo
+echo "== 2. plan: what the providers must change (exit 2 = changes)"
+rc=0; xce-plan "$site" --out build/plan.json > build/plan.txt || rc=$?
+[ "$rc" -eq 2 ] || { cat build/plan.txt; echo "xce-plan exited $rc, expected 2"; exit 1; }
+head -n 12 build/plan.txt; echo "  … (full plan in build/plan.txt)"; tail -n 1 build/plan.txt
+
+echo
+echo "== 3. apply the saved plan (journaled; state in $workdir/state.sqlite)"
+xce-apply build/plan.json --site "$site" > build/apply.log
+head -n 3 build/apply.log; echo "  … (one line per action in build/apply.log)"; tail -n 2 build/apply.log
+
+echo
+echo "== 4. a worker joins: the node manager reports cn0001 (controller map)"
+xce-map --site "$site" report join cn0001
+xce-map --site "$site" report available cn0001
+
+echo
+echo "== 5. drift check: plan again; live now matches desired (exit 0 = nothing to do)"
+rc=0; xce-plan "$site" || rc=$?
+[ "$rc" -eq 0 ] || { echo "drift check exited $rc, expected 0"; exit 1; }
+echo
+echo "Done: compiled, planned, applied, and no drift. Look around in $workdir/ and build/."
