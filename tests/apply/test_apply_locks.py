@@ -88,8 +88,14 @@ def test_lock_lost_during_the_run_stops_it(site: Site) -> None:
     plan = site.plan()
 
     def take_it_away() -> None:
-        time.sleep(0.45)
+        # Steal the lock once the first op is done, however slow the machine is.
+        deadline = time.monotonic() + 30
         with site.store() as store:
+            while time.monotonic() < deadline:
+                runs = store.runs()
+                if runs and any(j.status == "done" for j in store.journal(run_id=runs[0].run_id)):
+                    break
+                time.sleep(0.02)
             store.force_release(LOCK)
             store.acquire(LOCK, OTHER, ttl=60)
 
