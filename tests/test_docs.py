@@ -1,0 +1,30 @@
+"""Docs that must not drift from the code: every problem code is documented."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CODE = re.compile(r"\bXCE\d{3}\b")
+
+
+def _codes_in(paths: list[Path]) -> set[str]:
+    return {c for p in paths for c in CODE.findall(p.read_text(encoding="utf-8"))}
+
+
+def test_every_code_in_the_source_is_documented() -> None:
+    source = [*(ROOT / "compiler").rglob("*.py"), *(ROOT / "reconciler").rglob("*.py")]
+    used = _codes_in(source)
+    documented = _codes_in([ROOT / "docs" / "errors.md"])
+    assert used, "no codes found: the pattern is wrong"
+    missing = sorted(used - documented)
+    assert not missing, f"codes used but not in docs/errors.md: {missing}"
+
+
+def test_readme_commands_exist() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for script in re.findall(r"\./(scripts/[\w.-]+\.sh)", readme):
+        assert (ROOT / script).is_file(), script
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "scripts/test.sh" in ci and "scripts/test.sh" in readme
