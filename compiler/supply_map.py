@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
+
+import msgspec
 
 from compiler.canonical import digest_of, dumps
 
@@ -127,6 +130,10 @@ class SupplyMap:
         for raw in doc.get("entries", []):
             e = Entry.from_json(raw)
             entries[e.id] = e
+        return cls._with_entries(doc, entries)
+
+    @classmethod
+    def _with_entries(cls, doc: Mapping[str, Any], entries: dict[str, Entry]) -> SupplyMap:
         return cls(
             entries=entries,
             site=doc.get("site", ""),
@@ -137,3 +144,63 @@ class SupplyMap:
             unknown=doc.get("unknown") or {},
             generations=doc.get("generations") or {},
         )
+
+
+_HEADER = ("schema", "site", "owner", "revision", "dirty", "digest", "settings", "unknown",
+           "generations")
+
+
+class _Wire(msgspec.Struct, forbid_unknown_fields=True):
+    """A map file's top level as msgspec decodes it: entries straight into ``Entry``.
+
+    Fields other than ``entries`` stay as they are in the file (``Any``), so whatever
+    ``SupplyMap.from_json`` makes of them, it makes of them here too. A field not listed
+    here sends the file to the general path, so ``header`` always holds every other field.
+    """
+
+    entries: list[Entry] | msgspec.UnsetType = msgspec.UNSET
+    schema: Any = msgspec.UNSET
+    site: Any = msgspec.UNSET
+    owner: Any = msgspec.UNSET
+    revision: Any = msgspec.UNSET
+    dirty: Any = msgspec.UNSET
+    digest: Any = msgspec.UNSET
+    settings: Any = msgspec.UNSET
+    unknown: Any = msgspec.UNSET
+    generations: Any = msgspec.UNSET
+
+
+_WIRE = msgspec.json.Decoder(_Wire)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedMap:
+    """A map decoded from bytes; ``listed`` counts the file's entries (with duplicate ids),
+    ``header`` holds its other top-level fields (``digest``, ``settings``, …) as written."""
+
+    supply: SupplyMap
+    listed: int
+    header: Mapping[str, Any]
+
+
+def decode_map(data: bytes) -> DecodedMap | None:
+    """Decode a map file straight into entries, or None when it needs the general path.
+
+    ``orjson.loads`` then ``SupplyMap.from_json`` builds a dict per entry and then the
+    entry: for 500,000 entries that is 1.6 s and a transient gigabyte. msgspec makes the
+    entries from the bytes in 0.7 s. It does so only for well-typed maps (an entry whose
+    fields have other types, or JSON it rejects, returns None) and then gives the same
+    map, so callers keep their general path for everything else, with its messages. One
+    difference remains, for integers beyond 64 bits, which orjson cannot write: orjson
+    reads them as floats, msgspec exactly.
+    """
+    try:
+        wire = _WIRE.decode(data)
+    except msgspec.DecodeError:  # includes ValidationError: not a well-typed map
+        return None
+    if wire.entries is msgspec.UNSET:
+        return None
+    header = {k: v for k in _HEADER if (v := getattr(wire, k)) is not msgspec.UNSET}
+    listed = wire.entries
+    entries = dict(zip(map(attrgetter("id"), listed), listed, strict=True))
+    return DecodedMap(SupplyMap._with_entries(header, entries), len(listed), header)

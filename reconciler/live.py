@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from compiler.problems import Problem, Severity, UserError, Where
-from compiler.supply_map import Entry, SupplyMap
+from compiler.supply_map import SCHEMA_VERSION, Entry, SupplyMap, decode_map
 from reconciler.protocol import ErrorCode, ProviderError, Request
 from reconciler.providers.registry import open_provider
 
@@ -35,8 +35,10 @@ SNAPSHOT_NOT_JSON = "XCE708"
 SNAPSHOT_SHAPE = "XCE709"
 NOT_BOUND = "XCE710"
 BAD_BINDINGS = "XCE711"
+SNAPSHOT_NEWER = "XCE712"
 
 MAX_SNAPSHOT_PROBLEMS = 100
+_INT64 = range(-(2**63), 2**64)  # the integers orjson reads as int (with unsigned 64 bits)
 _REQUIRED = ("id", "kind", "state", "source")
 _OPTIONAL_TEXT = ("provider", "location", "owner")
 _OBJECTS = ("attributes", "spec")
@@ -221,10 +223,27 @@ def gather_live(
     return LiveResult(live, (*problems, *dup_problems))
 
 
+def _schema_problem(doc: Mapping[str, Any], file: str) -> Problem | None:
+    """A map written by a newer xce-gitops is refused rather than half understood."""
+    schema = doc.get("schema", SCHEMA_VERSION)
+    if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
+        return Problem(SNAPSHOT_SHAPE, f"'schema' must be a whole number ≥ 1, got {schema!r}",
+                       "", Where(file, ("schema",)))
+    if schema > SCHEMA_VERSION:
+        return Problem(SNAPSHOT_NEWER, f"the live map has schema {schema}; this xce-gitops "
+                       f"reads up to schema {SCHEMA_VERSION}",
+                       "export it with the xce-gitops version that plans it, or upgrade",
+                       Where(file, ("schema",)))
+    return None
+
+
 def _snapshot_problems(doc: Any, file: str) -> list[Problem]:
     if not isinstance(doc, Mapping) or not isinstance(doc.get("entries"), list):
         return [Problem(SNAPSHOT_SHAPE, "a live map must be an object with an 'entries' list",
                         "export it with the same format as build/supply-map.json", Where(file))]
+    schema = _schema_problem(doc, file)
+    if schema is not None:
+        return [schema]
     problems: list[Problem] = []
     seen: set[str] = set()
     for i, raw in enumerate(doc["entries"]):
@@ -239,11 +258,36 @@ def _snapshot_problems(doc: Any, file: str) -> list[Problem]:
             problems.append(Problem(SNAPSHOT_SHAPE, f"entry {entry_id} is listed twice", "",
                                     Where(file, ("entries", i, "id"))))
         seen.add(entry_id)
-    for key in ("unknown", "generations", "settings"):
-        if doc.get(key) is not None and not isinstance(doc[key], Mapping):
-            problems.append(Problem(SNAPSHOT_SHAPE, f"'{key}' must be an object", "",
-                                    Where(file, (key,))))
-    return problems
+    return problems + _field_problems(doc, file)
+
+
+def _field_problems(doc: Mapping[str, Any], file: str) -> list[Problem]:
+    return [
+        Problem(SNAPSHOT_SHAPE, f"'{key}' must be an object", "", Where(file, (key,)))
+        for key in ("unknown", "generations", "settings")
+        if doc.get(key) is not None and not isinstance(doc[key], Mapping)
+    ]
+
+
+def _plain_entry(e: Entry) -> bool:
+    """``entry_errors`` is empty, for an entry msgspec made (so the field types hold):
+    keep the two in step. An integer beyond 64 bits is a float to orjson, so an error."""
+    return bool(e.kind and e.state and e.source and e.id.startswith(e.kind + "/")
+                and (e.amount is None or e.amount in _INT64))
+
+
+def _fast_snapshot(raw: bytes, file: str) -> SupplyMap | None:
+    """A well-formed snapshot decoded straight into entries (``decode_map``: twice as fast,
+    a third of the memory), or None for the general path, which says what is wrong."""
+    decoded = decode_map(raw)
+    if decoded is None:
+        return None
+    entries = decoded.supply.entries
+    header = decoded.header
+    if (decoded.listed != len(entries) or _schema_problem(header, file) is not None
+            or _field_problems(header, file) or not all(map(_plain_entry, entries.values()))):
+        return None
+    return decoded.supply
 
 
 def load_live_snapshot(path: Path) -> SupplyMap:
@@ -254,6 +298,9 @@ def load_live_snapshot(path: Path) -> SupplyMap:
     except OSError as err:
         raise UserError([Problem(SNAPSHOT_UNREADABLE, f"cannot read live map: {err.strerror}",
                                  "pass the path of a live map JSON file", Where(file))]) from None
+    fast = _fast_snapshot(raw, file)
+    if fast is not None:
+        return fast
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as err:

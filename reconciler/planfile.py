@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from compiler.canonical import digest_of, dumps
+from compiler.cli import gc_paused
 from compiler.problems import Problem, UserError
 from compiler.supply_map import Entry, SupplyMap
 from reconciler.plan_model import Plan
@@ -68,7 +69,8 @@ def plan_file_bytes(plan: Plan, *, destroy: bool) -> bytes:
 def save_plan(path: str | Path, plan: Plan, *, destroy: bool) -> None:
     """Write atomically (temp file + rename) so a crash never leaves half a plan."""
     target = Path(path)
-    data = plan_file_bytes(plan, destroy=destroy)
+    with gc_paused():  # a first plan creates every entry: a dict per action, no cycles
+        data = plan_file_bytes(plan, destroy=destroy)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)

@@ -13,10 +13,11 @@ from pathlib import Path
 
 from compiler.cli_runner import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, run_cli
 from compiler.problem_render import render_text as render_problems
-from compiler.problems import Severity
+from compiler.problems import Problem, Severity
 from compiler.textstyle import Style
 from reconciler.pipeline import default_workdir, gather, load_desired, plan_for
-from reconciler.plan_render import FORMATS, render_plan
+from reconciler.plan_model import Plan
+from reconciler.plan_render import FORMATS, plan_json, render_plan
 from reconciler.planfile import save_plan
 
 
@@ -53,14 +54,27 @@ def _body(argv: list[str] | None) -> int:
                     force=args.force)
     err_style = Style.for_stream(sys.stderr)
     problems = [*desired.warnings, *live.problems]
+    if args.live is not None:  # a snapshot's unknown providers explain the exit code
+        problems += [
+            Problem("XCE713", f"the live map says provider {name} did not report: {why}",
+                    "export the snapshot again once the provider answers; until then its "
+                    "entries are unknown and nothing is planned for them",
+                    severity=Severity.WARNING, subject=name)
+            for name, why in sorted(live.supply.unknown.items())
+        ]
     if args.format != "text":  # the text rendering shows the plan's own problems
         problems += plan.problems
     sys.stdout.write(render_plan(plan, args.format, Style.for_stream(sys.stdout)))
     if problems:
         sys.stderr.write(render_problems(problems, err_style))
-    failed = plan.blocked or any(p.severity is Severity.ERROR for p in problems)
+    # A provider that did not report leaves the plan incomplete: an error (exit 1), even
+    # though what was planned for the other providers is shown and may be saved.
+    failed = (plan.blocked or bool(live.supply.unknown)
+              or any(p.severity is Severity.ERROR for p in problems))
     if args.out is not None and not plan.blocked:
-        save_plan(args.out, plan, destroy=args.destroy)
+        # The file holds the plan as shown: a secret a provider echoed in its inventory is
+        # masked there too (an action's before/after/changes), never written to CI artifacts.
+        save_plan(args.out, Plan.from_json(plan_json(plan)), destroy=args.destroy)
         sys.stderr.write(f"Saved the plan to {args.out}; apply it with: xce-apply {args.out}\n")
     if failed:
         return EXIT_ERROR

@@ -19,6 +19,10 @@ NOTE_TITLES = {
 }
 
 
+def entries(n: int) -> str:
+    return f"{n} entry" if n == 1 else f"{n} entries"
+
+
 def symbol(verb: str) -> str:
     return SYMBOL.get(verb, "-")
 

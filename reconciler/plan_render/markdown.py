@@ -14,6 +14,7 @@ from reconciler.plan_render.common import (
     NOTE_TITLES,
     action_line,
     change_lines,
+    entries,
     summary_line,
     symbol,
     unknown_by_provider,
@@ -77,7 +78,7 @@ def _header(plan: Plan) -> list[str]:
         if len(plan.problems) > len(shown):
             out += [f"… and {len(plan.problems) - len(shown)} more problems (see the plan "
                     "file or `xce-plan --format text`).", ""]
-    if not plan.has_changes:
+    if not plan.has_changes and not plan.unknown:  # unknown entries may well differ
         out += ["No changes. The live supply matches the configuration.", ""]
     return out
 
@@ -108,7 +109,7 @@ def render_markdown(plan: Plan, limit: int = LIMIT) -> str:
                                       len(notes), "")
     if plan.unknown:
         groups = unknown_by_provider(plan.unknown)
-        items = ([f"- provider `{_cell(p)}`: {n} entries — {_cell(why)}"] for p, n, why in groups)
+        items = ([f"- provider `{_cell(p)}`: {entries(n)} — {_cell(why)}"] for p, n, why in groups)
         omitted += budget.section(f"Unknown (nothing planned): {len(plan.unknown)}", items,
                                   len(groups), "")
     tail: list[str] = []

@@ -9,6 +9,7 @@ from reconciler.plan_render.common import (
     NOTE_TITLES,
     action_line,
     change_lines,
+    entries,
     note_line,
     summary_line,
     symbol,
@@ -43,13 +44,13 @@ def render_text(plan: Plan, style: Style | None = None) -> str:
     if plan.unknown:
         out.append(s.bold(f"Unknown (provider did not report; nothing planned): "
                           f"{len(plan.unknown)}"))
-        out.extend(f"  ? {p}: {count} entries — {reason}"
+        out.extend(f"  ? {p}: {entries(count)} — {reason}"
                    for p, count, reason in unknown_by_provider(plan.unknown))
         out.append("")
     if plan.problems:
         out.append(render_problems(plan.problems, s).rstrip("\n"))
         out.append("")
-    if not plan.actions and not plan.has_changes:
+    if not plan.has_changes and not plan.unknown:
         out.append(s.green("No changes. The live supply matches the configuration."))
     else:
         out.append(s.bold(summary_line(plan)))

@@ -78,7 +78,10 @@ def field_changes(desired: Entry, live: Entry, *, state: bool = True) -> tuple[C
     if not before and not after:
         return ()
     paths: dict[str, list[str]] = {}
-    for levels in DeepDiff(before, after, view="tree").values():
+    # threshold_to_diff_deeper=0: by default deepdiff reports a mapping whose keys mostly
+    # differ as one change of the root, which has no field path, and the update was lost.
+    diff = DeepDiff(before, after, view="tree", threshold_to_diff_deeper=0)
+    for levels in diff.values():
         for level in levels:
             parts = _field_path(level.path(output_format="list"))
             if parts:

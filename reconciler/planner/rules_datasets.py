@@ -6,7 +6,6 @@ from __future__ import annotations
 from compiler.supply_map import Entry
 from reconciler.plan_model import Change
 from reconciler.planner.builder import Builder, with_state
-from reconciler.planner.rules_generic import plan_update
 
 
 def _digest_differs(desired: Entry, live: Entry) -> bool:
@@ -35,5 +34,6 @@ def plan_copy(b: Builder, desired: Entry | None, live: Entry | None) -> None:
         b.act("stage", desired, f"re-stage: copy is {why}", before=live,
               after=with_state(desired, "staging"),
               changes=(Change("state", live.state, "staging"),))
-    else:
-        plan_update(b, desired, live)
+    # Otherwise the copy is intact with the dataset's digest: it *is* the dataset. Its
+    # amount is the bytes on disk (config declares the size charged to the cache) and
+    # copies are immutable (the provider refuses updates), so nothing else is compared.

@@ -6,6 +6,10 @@ from compiler.supply_map import Entry
 from reconciler.plan_model import Change
 from reconciler.planner.builder import Builder
 from reconciler.planner.compare import field_changes
+from reconciler.planner.deps import parents
+
+# Host states in which jobs may still run there (PR-4).
+RUNNING = frozenset({"joining", "available", "draining"})
 
 
 def update_reason(entry: Entry, changes: tuple[Change, ...]) -> str:
@@ -35,9 +39,24 @@ def plan_update(b: Builder, desired: Entry, live: Entry, *, state: bool = True) 
               changes=changes)
 
 
+def _leaving_host(b: Builder, live: Entry) -> Entry | None:
+    """The host this entry lives on (a counter), if it leaves config but still runs jobs:
+    its supply goes with its release, not while its jobs use it."""
+    for parent_id in parents(live):
+        host = b.live.get(parent_id) if parent_id.startswith("host/") else None
+        if host is not None and host.state in RUNNING and parent_id not in b.desired:
+            return host
+    return None
+
+
 def plan_generic(b: Builder, desired: Entry | None, live: Entry | None) -> None:
     if desired is None:
         assert live is not None
+        host = _leaving_host(b, live)
+        if host is not None:
+            b.note("pending", live, f"not in config: removed once {host.id} is drained "
+                   f"(it is {host.state})")
+            return
         b.act("delete", live, "not in config", before=live, after=None, unacted="orphans")
     elif live is None:
         b.act("create", desired, "not in the live map", before=None, after=desired.to_json())

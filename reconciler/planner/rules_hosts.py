@@ -10,11 +10,10 @@ from compiler.supply_map import Entry
 from reconciler.plan_model import Change
 from reconciler.planner.builder import Builder, with_state
 from reconciler.planner.compare import field_changes
-from reconciler.planner.rules_generic import plan_update
+from reconciler.planner.rules_generic import RUNNING, plan_update
 
 SATISFYING = frozenset({"expected", "joining", "available"})
 NOT_JOINED = frozenset({"expected", "joining"})
-RUNNING = frozenset({"joining", "available", "draining"})
 
 
 def name_of(entry_id: str) -> str:
@@ -29,10 +28,19 @@ def _deadline(b: Builder, *entries: Entry | None) -> int:
 
 
 def overdue(b: Builder, host: Entry, *desired: Entry | None) -> str | None:
-    """Why a host that never joined is an orphan (P6), or None while it may still join."""
+    """Why a host that never joined is an orphan (P6), or None while it may still join.
+
+    A provisioned host's clock starts again with a newer instance (``since`` of the live
+    ``instance/<h>``): after an orphan's instance was released and provisioned anew, the
+    new one gets its own deadline instead of being released at once, plan after plan.
+    """
     since = host.spec.get("since")
     if host.state not in NOT_JOINED or not isinstance(since, int | float):
         return None
+    instance = b.live.get(f"instance/{name_of(host.id)}")
+    started = instance.spec.get("since") if instance is not None else None
+    if isinstance(started, int | float) and started > since:
+        since = started
     deadline = _deadline(b, *desired)
     age = b.now - since
     if age <= deadline:
@@ -94,6 +102,13 @@ def plan_host(b: Builder, desired: Entry | None, live: Entry | None) -> None:
               after=with_state(desired, "expected"))
         return
     state = live.state
+    if live.source == "discovered" and live.owner is None:
+        # Joined before its entry was created: config wants it, whatever the discovery
+        # policy says about hosts config does not name. Claim it with config's fields.
+        b.act("admit", desired, "in config, but joined before its entry was created: claim it",
+              before=live, claim=True, after=with_state(desired, live.state),
+              changes=field_changes(desired, live, state=False))
+        return
     why = overdue(b, live, desired)
     if why is not None:
         _orphan(b, desired, why)

@@ -45,6 +45,7 @@ from reconciler.providers.safe_fs import (
 
 KINDS = {"volume": 1, "volume-dir": 2, "quota": 3}
 SCOPES = ("user", "project")
+OBSERVED_SPEC = frozenset({"path", "mode", "owner", "retention"})  # read from the tree
 MAX_LISTED = 1000  # removed job directories named in a cleanup reply (all are counted)
 
 Putter = Callable[[list[str], Mapping[str, Any], bool], Change]
@@ -55,6 +56,19 @@ def path_parts(path: object) -> list[str]:
     if not isinstance(path, str) or not path.strip("/"):
         raise invalid(f"volume path must be a non-empty path string, got {path!r}")
     return [safe_name(p, "volume path component") for p in path.strip("/").split("/")]
+
+
+def declared_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """What a volume's entry declares that the tree cannot show: its capacity (the
+    filesystem's size is the ``capacity`` verb's), attributes, and spec keys beyond
+    ``OBSERVED_SPEC``. Kept and reported back as declared."""
+    spec = entry.get("spec") or {}
+    amount = entry.get("amount")
+    return {
+        "amount": amount if isinstance(amount, int) and not isinstance(amount, bool) else None,
+        "attributes": dict(entry.get("attributes") or {}),
+        "spec": {k: v for k, v in spec.items() if k not in OBSERVED_SPEC},
+    }
 
 
 def owner_ids(owner: str) -> tuple[int, int] | None:
@@ -152,7 +166,8 @@ class DirectoryProvider(BuiltinProvider):
     def inventory(self, params: Mapping[str, Any]) -> list[Entry]:
         entries: list[Entry] = []
         names = UserNames()
-        for vol in sorted(self.volumes().values(), key=lambda v: v.name):
+        volumes = self.volumes()
+        for vol in sorted(volumes.values(), key=lambda v: v.name):
             try:
                 with self.volume_root(vol) as fd:
                     entries.append(self.volume_entry(vol, fd, names))
@@ -165,7 +180,7 @@ class DirectoryProvider(BuiltinProvider):
             except ProviderError as err:
                 if err.code is not ErrorCode.NOT_FOUND:
                     raise  # e.g. a symlink in a volume path: refuse to guess
-        entries.extend(self.quota_entry(q) for q in self.state.quotas())
+        entries.extend(self.quota_entry(q, volumes.get(q.volume)) for q in self.state.quotas())
         return entries
 
     def volume_entry(self, vol: Volume, fd: int, names: UserNames) -> Entry:
@@ -174,9 +189,13 @@ class DirectoryProvider(BuiltinProvider):
                                 "owner": names(st.st_uid)}
         if vol.retention is not None:
             spec["retention"] = vol.retention
+        declared = vol.declared
+        amount = declared.get("amount")
         return Entry(
             id=f"volume/{vol.name}", kind="volume", state="available", source=LIVE_SOURCE,
-            provider=self.name, amount=vfs.f_blocks * vfs.f_frsize, spec=spec,
+            provider=self.name, amount=vfs.f_blocks * vfs.f_frsize if amount is None else amount,
+            attributes=dict(declared.get("attributes") or {}),
+            spec={**(declared.get("spec") or {}), **spec},
         )
 
     def dir_entry(
@@ -193,11 +212,14 @@ class DirectoryProvider(BuiltinProvider):
             source=LIVE_SOURCE, provider=self.name, spec=spec,
         )
 
-    def quota_entry(self, q: Quota) -> Entry:
+    def quota_entry(self, q: Quota, vol: Volume | None = None) -> Entry:
+        spec = {"scope": q.scope, "subject": q.subject}
+        if vol is not None:
+            spec["path"] = vol.path  # the compiled quota names its volume's path too
         return Entry(
             id=f"quota/{q.volume}/{q.scope}/{q.subject}", kind="quota", state="available",
             source=LIVE_SOURCE, provider=self.name, location=f"volume/{q.volume}",
-            amount=q.limit, spec={"scope": q.scope, "subject": q.subject},
+            amount=q.limit, spec=spec,
         )
 
     def capacity(self, params: Mapping[str, Any]) -> dict[str, int]:
@@ -246,7 +268,7 @@ class DirectoryProvider(BuiltinProvider):
         if retention is not None and (not isinstance(retention, int) or retention < 0):
             raise invalid(f"volume {name!r}: spec.retention must be seconds, got {retention!r}")
         mode = octal_mode(spec.get("mode"), 0o755, f"volume {name!r} spec.mode")
-        vol = Volume(name, str(path), retention)
+        vol = Volume(name, str(path), retention, declared_fields(entry))
         with self.volume_root(vol, None if must_exist else 0o755) as fd:
             os.fchmod(fd, mode)
             if os.geteuid() == 0:
@@ -297,7 +319,7 @@ class DirectoryProvider(BuiltinProvider):
         self._run_quota(vol, scope, subject, limit)
         quota = Quota(vname, scope, subject, limit)
         self.state.put_quota(quota)
-        return Change(self.quota_entry(quota))
+        return Change(self.quota_entry(quota, vol))
 
     def _run_quota(self, vol: Volume, scope: str, subject: str, limit: int) -> None:
         if self.quota_command is None:

@@ -8,13 +8,17 @@ quota limits it has set (the ``ledger`` quota backend *is* this table).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from reconciler.providers.sqlite_store import Store
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS volumes (name TEXT PRIMARY KEY, path TEXT NOT NULL, retention INTEGER);
+CREATE TABLE IF NOT EXISTS declared (volume TEXT PRIMARY KEY, doc TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS pending_owners (
     volume TEXT NOT NULL, user TEXT NOT NULL, owner TEXT NOT NULL, PRIMARY KEY (volume, user)
 );
@@ -30,6 +34,9 @@ class Volume:
     name: str
     path: str  # absolute, as in the volume's spec; lives at <base>/<path>
     retention: int | None  # seconds a job directory is kept (N14)
+    # What config declares but the tree cannot show (capacity, attributes, access mode):
+    # reported back as declared, so an applied volume is in sync rather than forever updated.
+    declared: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +53,14 @@ class DirectoryState:
 
     def volumes(self) -> dict[str, Volume]:
         with self._store.read() as db:
-            rows = db.execute("SELECT name, path, retention FROM volumes").fetchall()
-        return {name: Volume(name, path, retention) for name, path, retention in rows}
+            rows = db.execute(
+                "SELECT name, path, retention, doc FROM volumes "
+                "LEFT JOIN declared ON declared.volume = volumes.name"
+            ).fetchall()
+        return {
+            name: Volume(name, path, retention, json.loads(doc) if doc else {})
+            for name, path, retention, doc in rows
+        }
 
     def put_volume(self, volume: Volume) -> None:
         with self._store.write() as db:
@@ -55,10 +68,15 @@ class DirectoryState:
                 "INSERT OR REPLACE INTO volumes (name, path, retention) VALUES (?, ?, ?)",
                 (volume.name, volume.path, volume.retention),
             )
+            db.execute(
+                "INSERT OR REPLACE INTO declared (volume, doc) VALUES (?, ?)",
+                (volume.name, json.dumps(dict(volume.declared), sort_keys=True)),
+            )
 
     def drop_volume(self, name: str) -> None:
         with self._store.write() as db:
             db.execute("DELETE FROM volumes WHERE name = ?", (name,))
+            db.execute("DELETE FROM declared WHERE volume = ?", (name,))
             db.execute("DELETE FROM pending_owners WHERE volume = ?", (name,))
             db.execute("DELETE FROM quotas WHERE volume = ?", (name,))
 

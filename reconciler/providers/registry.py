@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
+from reconciler.protocol import ErrorCode, ProviderError, Reply, Request, resolve_secret
 from reconciler.providers.base import state_dir
 from reconciler.transports import BuiltinTransport, ExecTransport, JsonLinesTransport, Transport
 from reconciler.transports.base import named_error
@@ -41,7 +41,22 @@ class WithSecrets:
         self.secrets = dict(secrets)
 
     def call(self, request: Request) -> Reply:
-        return self.inner.call(replace(request, secrets={**self.secrets, **request.secrets}))
+        reply = self.inner.call(replace(request, secrets={**self.secrets, **request.secrets}))
+        if reply.ok or reply.error is None:
+            return reply
+        return Reply.failure(ProviderError(reply.error.code, self._scrub(reply.error.message),
+                                           reply.error.retryable))
+
+    def _scrub(self, text: str) -> str:
+        """A provider may echo a resolved secret in its error; it is never shown."""
+        for ref in self.secrets.values():
+            try:
+                value = resolve_secret(ref)
+            except ProviderError:
+                continue
+            if len(value) >= 4:
+                text = text.replace(value, "(sensitive)")
+        return text
 
     def close(self) -> None:
         self.inner.close()

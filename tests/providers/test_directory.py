@@ -201,7 +201,7 @@ def test_quota_ledger_backend(site: Site) -> None:
     site.put("quota/shared/project/climate", amount=10 << 30)
     entry = inventory(site.t)["quota/shared/project/climate"]
     assert entry["amount"] == 10 << 30 and entry["location"] == "volume/shared"
-    assert entry["spec"] == {"scope": "project", "subject": "climate"}
+    assert entry["spec"] == {"scope": "project", "subject": "climate", "path": "/shared"}
     site.put("quota/shared/project/climate", verb="update", amount=5 << 30)
     assert inventory(site.t)["quota/shared/project/climate"]["amount"] == 5 << 30
     site.request("delete", id="quota/shared/project/climate")
