@@ -23,6 +23,7 @@ from reconciler.plan_model import Plan
 from reconciler.planner import make_plan
 
 DEFAULT_WORKDIR = ".xce"
+STATE_FILE = "state.sqlite"  # the embedded state store, inside the workdir
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +150,8 @@ def gather(desired: Desired, workdir: Path, live_file: Path | None = None,
 
 
 def plan_for(desired: Desired, live: Live, *, now: float, targets: Collection[str] = (),
-             destroy: bool = False, force: bool = False) -> Plan:
+             destroy: bool = False, force: bool = False, applied_before: bool = False) -> Plan:
     with gc_paused():  # a view per compared entry: the collector would rescan both maps
         return make_plan(desired.supply, live.supply, now=now, targets=targets,
-                         destroy=destroy, force=force, desired_digest=desired.digest)
+                         destroy=destroy, force=force, desired_digest=desired.digest,
+                         applied_before=applied_before)

@@ -38,9 +38,10 @@ class Request:
     owner: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
     secrets: Mapping[str, str] = field(default_factory=dict)
+    config: Mapping[str, Any] = field(default_factory=dict)  # an external provider's params
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc = {
             "verb": self.verb,
             "op_id": self.op_id,
             "epoch": self.epoch,
@@ -48,6 +49,9 @@ class Request:
             "params": dict(self.params),
             "secrets": dict(self.secrets),
         }
+        if self.config:
+            doc["config"] = dict(self.config)
+        return doc
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Request:
@@ -62,6 +66,7 @@ class Request:
             owner=str(doc.get("owner") or ""),
             params=doc.get("params") or {},
             secrets=doc.get("secrets") or {},
+            config=doc.get("config") or {},
         )
 
 

@@ -117,8 +117,10 @@ def _fresh_plan(run: _Run, source: FreshPlan) -> Plan:
     if errors:
         raise UserError(errors)
     run.notices.extend(live.problems)
+    applied = run.store.get_applied(run.desired.supply.site) is not None
     return plan_for(run.desired, live, now=time.time(), targets=source.targets,
-                    destroy=run.options.allow_destroy, force=source.force)
+                    destroy=run.options.allow_destroy, force=source.force,
+                    applied_before=applied)
 
 
 def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: Heartbeat,

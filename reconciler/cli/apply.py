@@ -19,12 +19,11 @@ from compiler.textstyle import Style
 from reconciler.apply import FORMATS, ApplyOptions, FreshPlan, RetryPolicy, apply, render
 from reconciler.apply.codes import USAGE
 from reconciler.apply.progress import sink_for
-from reconciler.pipeline import default_workdir, load_desired
+from reconciler.pipeline import STATE_FILE, default_workdir, load_desired
 from reconciler.planfile import SavedPlan, load_plan
 from reconciler.state import open_store
 
 PROG = "xce-apply"
-STATE_FILE = "state.sqlite"
 
 
 class _Parser(argparse.ArgumentParser):

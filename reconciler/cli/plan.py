@@ -7,6 +7,7 @@ a provider that did not answer, a guard that blocks the plan).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -15,10 +16,11 @@ from compiler.cli_runner import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, run_cli
 from compiler.problem_render import render_text as render_problems
 from compiler.problems import Problem, Severity
 from compiler.textstyle import Style
-from reconciler.pipeline import default_workdir, gather, load_desired, plan_for
+from reconciler.pipeline import STATE_FILE, default_workdir, gather, load_desired, plan_for
 from reconciler.plan_model import Plan
 from reconciler.plan_render import FORMATS, plan_json, render_plan
 from reconciler.planfile import save_plan
+from reconciler.state import ENV_URL, open_store
 
 
 def parser() -> argparse.ArgumentParser:
@@ -39,9 +41,27 @@ def parser() -> argparse.ArgumentParser:
                    "(default: <site>/.xce)")
     p.add_argument("--destroy", action="store_true",
                    help="permit deleting users' data and owned entries in this plan")
+    p.add_argument("--state", metavar="PATH|URL",
+                   help="state store to ask whether this site was applied before (default: "
+                   "$XCE_STATE_URL, else <workdir>/state.sqlite when it exists)")
     p.add_argument("--force", action="store_true",
                    help="turn safety-threshold errors into warnings (protected entries stay)")
     return p
+
+
+def _applied_before(state: str | None, workdir: Path, site: str) -> bool:
+    """Whether the state store has applied this site; no store yet means a new site.
+
+    A provider that reports nothing after an apply has lost what it held, even when its
+    generation restarted; the planner's empty-inventory guard needs to know."""
+    default = workdir / STATE_FILE
+    if state is None and not os.environ.get(ENV_URL) and not default.exists():
+        return False
+    store = open_store(state, default)
+    try:
+        return store.get_applied(site) is not None
+    finally:
+        store.close()
 
 
 def _body(argv: list[str] | None) -> int:
@@ -51,7 +71,8 @@ def _body(argv: list[str] | None) -> int:
     workdir = args.workdir or default_workdir(site, args.desired)
     live = gather(desired, workdir, args.live)
     plan = plan_for(desired, live, now=time.time(), targets=args.target, destroy=args.destroy,
-                    force=args.force)
+                    force=args.force, applied_before=_applied_before(args.state, workdir,
+                                                                     desired.supply.site))
     err_style = Style.for_stream(sys.stderr)
     problems = [*desired.warnings, *live.problems]
     if args.live is not None:  # a snapshot's unknown providers explain the exit code

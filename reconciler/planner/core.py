@@ -85,6 +85,7 @@ def make_plan(
     destroy: bool = False,
     force: bool = False,
     desired_digest: str | None = None,
+    applied_before: bool = False,
 ) -> Plan:
     """Plan what makes ``live`` match ``desired`` under the site's settings.
 
@@ -92,6 +93,9 @@ def make_plan(
     guard errors into warnings (protected entries stay errors). ``desired_digest`` is the
     desired map's content digest when the caller already has it (computing it for 500,000
     entries takes about a second). Raises UserError for invalid settings.
+    ``applied_before`` (the state store
+    has applied this site) means a provider that reports nothing lost what it held, even
+    when its generation restarted (a map file deleted): the empty-inventory guard applies.
     """
     settings = read_settings(desired.settings, desired.owner)
     b = Builder(settings, destroy, now, desired.entries, live.entries, live.unknown)
@@ -110,7 +114,7 @@ def make_plan(
         live_per_kind=Counter(e.kind for e in live.entries.values()),
         unknown=live.unknown,
         force=force,
-        generations=live.generations,
+        generations=None if applied_before else live.generations,
     )
     return Plan(
         actions=tuple(actions),

@@ -29,19 +29,23 @@ KINDS = (*BUILTINS, *EXTERNAL)
 DEFAULT_TIMEOUT = 30.0
 
 
-class WithSecrets:
-    """Adds the binding's secret references to every request (a request's own win).
+class Bound:
+    """Adds the binding to every request: its secret references (a request's own win) and,
+    for an external provider, its ``params`` as ``config`` (a built-in got them at start).
 
     Only references travel; the provider resolves them when it needs the value.
     """
 
-    def __init__(self, inner: Transport, secrets: Mapping[str, str]) -> None:
+    def __init__(self, inner: Transport, secrets: Mapping[str, str],
+                 config: Mapping[str, Any]) -> None:
         self.name = inner.name
         self.inner = inner
         self.secrets = dict(secrets)
+        self.config = dict(config)
 
     def call(self, request: Request) -> Reply:
-        reply = self.inner.call(replace(request, secrets={**self.secrets, **request.secrets}))
+        reply = self.inner.call(replace(request, secrets={**self.secrets, **request.secrets},
+                                        config=request.config or self.config))
         if reply.ok or reply.error is None:
             return reply
         return Reply.failure(ProviderError(reply.error.code, self._scrub(reply.error.message),
@@ -135,4 +139,5 @@ def open_provider(name: str, binding: Mapping[str, Any], workdir: Path) -> Trans
     else:
         detail = f"has unknown kind {kind!r}; known: {', '.join(KINDS)}"
         raise named_error(name, ErrorCode.INVALID_ARGUMENT, detail)
-    return WithSecrets(transport, secrets) if secrets else transport
+    config = params if kind in EXTERNAL else {}
+    return Bound(transport, secrets, config) if secrets or config else transport
