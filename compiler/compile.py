@@ -76,7 +76,7 @@ def settings_of(site: Site) -> dict[str, Any]:
         "join_deadline": site.join_deadline,
         "release_orphans": site.release_orphans,
         "management": dict(sorted(site.management.items())),
-        "safety": site.safety.model_dump(),
+        "safety": site.safety.model_dump(exclude_none=True, exclude_defaults=True),
         "protected": sorted(site.protected),
     }
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -24,18 +24,22 @@ EntryKind = Literal[
 ]
 
 
-def _default_fractions() -> dict[EntryKind | Literal["default"], float]:
-    return {"default": 0.25}
+Fraction = Annotated[float, Field(ge=0, le=1)]
 
 
 class Safety(Strict):
-    """octoDNS-style thresholds: a plan that changes too much at once is refused."""
+    """octoDNS-style thresholds: a plan that changes too much at once is refused.
 
-    max_changes: int = Field(default=1000, ge=0)
-    min_entries: int = Field(default=20, ge=0)
-    max_delete_fraction: dict[EntryKind | Literal["default"], float] = Field(
-        default_factory=_default_fractions
+    Unset values take the planner's defaults (docs/plan.md, "Guards"), the one place they
+    are defined: no limit on changes, 10 entries, 0.3 deleted, 0.5 created.
+    """
+
+    max_changes: int | None = Field(default=None, ge=0)
+    min_entries: int | None = Field(default=None, ge=0)
+    max_delete_fraction: dict[EntryKind | Literal["default"], Fraction] = Field(
+        default_factory=dict
     )
+    max_create_fraction: Fraction | None = None
 
 
 class HostDefaults(Strict):
