@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 from compiler.canonical import dumps
 from compiler.cli_runner import EXIT_ERROR, EXIT_OK, run_cli
 from compiler.compile import Compiled, compile_site, located
+from compiler.gc_pause import gc_paused
 from compiler.output import write_outputs
 from compiler.problem_render import render
 from compiler.problems import Problems, Severity
@@ -82,23 +80,6 @@ def _body(argv: list[str] | None) -> int:
     else:
         sys.stdout.write(text)
     return EXIT_OK
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while compiling.
-
-    A compile builds millions of long-lived objects (entries, their dicts) and hardly any
-    cycles; the collector would rescan them over and over, a quarter of the run time on a
-    100,000-host site. The previous state is restored, so in-process callers are unaffected.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def main(argv: list[str] | None = None) -> int:

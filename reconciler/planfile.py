@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from compiler.canonical import digest_of, dumps
-from compiler.cli import gc_paused
+from compiler.gc_pause import gc_paused
 from compiler.problems import Problem, UserError
 from compiler.supply_map import Entry, SupplyMap
 from reconciler.plan_model import Plan

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from compiler.cli_runner import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, run_cli
+from compiler.gc_pause import gc_paused
 from compiler.problem_render import render_text as render_problems
 from compiler.problems import Problem, Severity
 from compiler.textstyle import Style
@@ -103,7 +104,8 @@ def _body(argv: list[str] | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_cli("xce-plan", lambda: _body(argv))
+    with gc_paused():  # two maps of half a million entries, no cycles: see gc_pause.py
+        return run_cli("xce-plan", lambda: _body(argv))
 
 
 if __name__ == "__main__":  # pragma: no cover

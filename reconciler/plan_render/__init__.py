@@ -5,7 +5,7 @@ The plan is data; these only read it, and none of them ever prints a secret's va
 
 from __future__ import annotations
 
-from compiler.cli import gc_paused
+from compiler.gc_pause import gc_paused
 from compiler.textstyle import Style
 from reconciler.plan_model import Plan
 from reconciler.plan_render.jsonfmt import plan_json, render_json
