@@ -21,7 +21,7 @@ head -n 12 build/plan.txt; echo "  … (full plan in build/plan.txt)"; tail -n 1
 
 echo
 echo "== 3. apply the saved plan (journaled; state in $workdir/state.sqlite)"
-xce-apply build/plan.json --site "$site" > build/apply.log
+xce-apply build/plan.json --site "$site" > build/apply.log 2>&1
 head -n 3 build/apply.log; echo "  … (one line per action in build/apply.log)"; tail -n 2 build/apply.log
 
 echo
