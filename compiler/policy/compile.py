@@ -78,21 +78,23 @@ def compile_sources(
     """Compile loaded policy files (keyed by file name) with the site's files."""
     catalog = read_catalog(files[OPCODES], problems) if OPCODES in files else Catalog({}, {})
     site = read_site(site_files, problems)
+    before = len(problems)
     base_roles = read_roles(files[ROLES], problems) if ROLES in files else []
+    roles_broken = not base_roles and len(problems) > before
     guardrails = (
         read_guardrails(files[GUARDRAILS], problems)
         if GUARDRAILS in files
         else Guardrails((), WaiverLimits())
     )
-    if not catalog.opcodes or ROLES not in files:
+    if not catalog.opcodes or ROLES not in files or roles_broken:
         # nothing to resolve against: checking names now would only echo the broken file
         return build_document(catalog, {}, {}, (), problems)
     roles = resolve_roles(catalog, base_roles, site, problems)
     rails = {g.name: g for g in guardrails.rules}
     waivers = valid_waivers(site.waivers, rails, guardrails.limits, today, problems)
     index = waiver_index(waivers, roles, catalog, problems)
-    enforce(guardrails.rules, roles, catalog, index, problems)
-    return build_document(catalog, roles, index, site.proxies, problems)
+    waived = enforce(guardrails.rules, roles, catalog, index, problems)
+    return build_document(catalog, roles, waived, site.proxies, problems)
 
 
 def compile_policies(

@@ -34,8 +34,10 @@ def enforce(
     catalog: Catalog,
     waivers: Mapping[WaiverKey, Waiver],
     problems: Problems,
-) -> None:
-    used: set[str] = set()
+) -> dict[WaiverKey, Waiver]:
+    """Report every violation; return the waivers in use, keyed by each grant they let
+    through (so a waiver written with a broad selector lists only what it really waives)."""
+    used: dict[WaiverKey, Waiver] = {}
     for rail in rails:
         selected = resolve_all(rail.opcodes, catalog, problems)
         named = {r.text for r in rail.roles if known_role(r, roles, problems)}
@@ -45,9 +47,9 @@ def enforce(
         bound = [r for r in roles.values() if (r.name in named) == (rail.rule is Rule.NEVER_ROLES)]
         for role in bound:
             for op in sorted(selected.intersection(role.granted)):
-                waiver = waivers.get((rail.name, role.name, op))
-                if waiver is not None:
-                    used.add(waiver.name)
+                key = (rail.name, role.name, op)
+                if key in waivers:
+                    used[key] = waivers[key]
                     continue
                 problems.error(
                     "XCE630",
@@ -58,8 +60,9 @@ def enforce(
                     subject=role.name,
                     also=(rail.where,),
                 )
+    in_use = {w.name for w in used.values()}
     for w in {w.name: w for w in waivers.values()}.values():
-        if w.name not in used:
+        if w.name not in in_use:
             problems.warning(
                 "XCE644",
                 f"waiver '{w.name}' waives nothing: role '{w.role.text}' "
@@ -67,6 +70,7 @@ def enforce(
                 "remove the waiver",
                 w.where,
             )
+    return used
 
 
 def _violation(rail: Guardrail, role: str, op: str, catalog: Catalog, named: list[str]) -> str:

@@ -37,7 +37,7 @@ class Change:
     subject: str
     what: str  # gained | lost | deny-removed | deny-added | added | removed | changed | ...
     items: tuple[str, ...]  # the opcodes concerned
-    detail: str
+    detail: str  # reads on its own: a change without items says what happened to its subject
     escalation: str | None = None
     providers: tuple[str, ...] = ()  # for a proxy: the providers the opcodes are scoped to
 
@@ -84,6 +84,15 @@ class _Catalog:
         op = self.ops.get(name)
         return f"{name} ({op['id']}, {op['risk']})" if op else name
 
+    def facts(self, name: str) -> str:
+        op = self.ops[name]
+        return f"({op['id']}, {op['risk']})"
+
+    def in_use(self, name: str) -> bool:
+        """Grantable: in the catalog and not marked unused (a deny of it denies nothing)."""
+        op = self.ops.get(name)
+        return op is not None and not op.get("unused", False)
+
     def escalating(self, name: str) -> str | None:
         op = self.ops.get(name)
         if op is not None and op["risk"] in ESCALATING_RISKS:
@@ -114,11 +123,11 @@ def _catalog(old: _Catalog, new: _Catalog) -> Iterable[Change]:
                 name,
                 "added",
                 (),
-                new.label(name),
+                f"added {new.facts(name)}",
                 f"reuses id {b['id']} of removed opcode {was}" if was else None,
             )
         elif b is None and a is not None:
-            yield Change(Section.OPCODE, name, "removed", (), old.label(name))
+            yield Change(Section.OPCODE, name, "removed", (), f"removed {old.facts(name)}")
         elif a is not None and b is not None:
             if a["id"] != b["id"]:
                 yield Change(
@@ -126,7 +135,7 @@ def _catalog(old: _Catalog, new: _Catalog) -> Iterable[Change]:
                     name,
                     "renumbered",
                     (),
-                    f"id {a['id']} -> {b['id']}",
+                    f"renumbered: id {a['id']} -> {b['id']}",
                     "ids are stable: a new id re-points every existing grant",
                 )
             if a["risk"] != b["risk"]:
@@ -167,7 +176,7 @@ def _roles(
         if a is None or b is None:
             continue
         was_denied, is_denied = set(a["denied"]), set(b["denied"])
-        for op in sorted((was_denied - is_denied) & new.ops.keys()):
+        for op in sorted(o for o in was_denied - is_denied if new.in_use(o)):
             yield Change(Section.ROLE, role, "deny-removed", (op,), new.label(op), "deny removed")
         for op in sorted((is_denied - was_denied) & old.ops.keys()):
             yield Change(Section.ROLE, role, "deny-added", (op,), new.label(op))
@@ -207,10 +216,10 @@ def _proxies(base: Mapping[str, Any], head: Mapping[str, Any], new: _Catalog) ->
                 yield Change(Section.PROXY, proxy, what, tuple(ops), detail, escalation, providers)
 
 
-def _waiver_text(w: Mapping[str, Any]) -> str:
+def _waiver_text(what: str, w: Mapping[str, Any]) -> str:
     return (
-        f"{w['role']} may break {w['guardrail']} with {', '.join(w['opcodes'])} "
-        f"until {w['expires']}: {w['reason']}"
+        f"{what}: {w['role']} may break {w['guardrail']} with {', '.join(w['opcodes'])} "
+        f"until {w['expires']}; reason: {w['reason']}"
     )
 
 
@@ -220,9 +229,9 @@ def _waivers(base: list[dict[str, Any]], head: list[dict[str, Any]]) -> Iterable
     for name in sorted(old.keys() | new.keys()):
         a, b = old.get(name), new.get(name)
         if a is None and b is not None:
-            yield Change(Section.WAIVER, name, "added", (), _waiver_text(b), "new waiver")
+            yield Change(Section.WAIVER, name, "added", (), _waiver_text("added", b), "new waiver")
         elif b is None and a is not None:
-            yield Change(Section.WAIVER, name, "removed", (), _waiver_text(a))
+            yield Change(Section.WAIVER, name, "removed", (), _waiver_text("removed", a))
         elif a is not None and b is not None and a != b:
             widened = (
                 b["expires"] > a["expires"]
@@ -234,6 +243,6 @@ def _waivers(base: list[dict[str, Any]], head: list[dict[str, Any]]) -> Iterable
                 name,
                 "changed",
                 (),
-                _waiver_text(b),
+                _waiver_text("changed", b),
                 "waiver widened" if widened else None,
             )

@@ -67,10 +67,13 @@ def render_markdown(review: Review) -> str:
     out += ["", "| | what | change | escalation |", "|---|---|---|---|"]
     for c in review.changes:
         icon = "⚠️" if c.escalation else ("➖" if c.what in ("lost", "removed") else "➕")
-        if c.items:
-            change = f"{VERBS.get(c.what, c.what)} `{_md(c.detail)}`"
+        if c.providers:
+            scope = ", ".join(c.providers)
+            change = f"{VERBS[c.what]} `{_md(', '.join(c.items))}` for {_md(scope)}"
+        elif c.items:
+            change = f"{VERBS[c.what]} `{_md(c.detail)}`"
         else:
-            change = f"{c.what}: {_md(c.detail)}"
+            change = _md(c.detail)
         out.append(
             f"| {icon} | {c.section.value} `{_md(c.subject)}` | {change} "
             f"| {_md(c.escalation or '')} |"

@@ -184,6 +184,24 @@ def test_missing_policy_files_are_reported(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("", "XCE601"),
+        ("version: 1\nroles:\n", "XCE604"),
+        ("version: 1\nroles:\n  - {name: 5, allow: [host.query]}\n", "XCE604"),
+    ],
+)
+def test_unreadable_roles_are_reported_without_a_cascade(
+    tmp_path: Path, text: str, code: str
+) -> None:
+    """No role read: the guardrails' role names and unheld opcodes would only echo it."""
+    pol = copy_policies(tmp_path / "policies")
+    (pol / "roles.yaml").write_text(text)
+    _, problems = compile_tree(pol, None)
+    assert [(p.code, (p.file or "").rsplit("/", 1)[-1]) for p in problems] == [(code, "roles.yaml")]
+
+
+@pytest.mark.parametrize(
     ("rule", "code", "hint"),
     [
         ("- {role: worker, opcodes: [host.jion]}", "XCE620", "did you mean 'host.join'?"),

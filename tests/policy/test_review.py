@@ -290,3 +290,46 @@ def test_folders_may_be_given_absolute_inside_the_repository(
     assert main([*argv, "--policies", str(repo.path / "policies")]) == 2
     assert main([*argv, "--site", str(tmp_path)]) == 1
     assert "XCE662" in capsys.readouterr().err
+
+
+def test_marking_an_opcode_unused_is_no_removed_deny(repo: PolicyRepo) -> None:
+    """Denies of an opcode no role may hold deny nothing: losing them widens nothing."""
+    repo.edit(
+        "policies/opcodes.yaml",
+        "name: supply.borrow, id: 405, category: supply, risk: spend,",
+        "name: supply.borrow, id: 405, category: supply, risk: spend, unused: true,",
+    )
+    repo.commit("no borrowing yet")
+    assert _changes(repo) == [
+        ("role", "proxy", "lost", "supply.borrow", False),
+        ("proxy", "proxy-a", "lost", "supply.borrow", False),
+        ("proxy", "proxy-b", "lost", "supply.borrow", False),
+    ]
+
+
+def test_changes_of_a_whole_subject_say_what_happened(
+    repo: PolicyRepo, snapshot: SnapshotAssertion
+) -> None:
+    """Added and removed read differently, for opcodes, roles, proxies and waivers alike."""
+    repo.edit(
+        "policies/opcodes.yaml", "name: claim.snapshot, id: 604", "name: claim.checkpoint, id: 605"
+    )
+    repo.edit("policies/opcodes.yaml", "name: job.query, id: 105", "name: job.query, id: 106")
+    repo.write("site-config/policy-waivers.yaml", "version: 1\n")
+    repo.edit("site-config/proxies.yaml", "  - name: proxy-idle\n    host: adm03\n", "")
+    repo.edit("site-config/policy-roles.yaml", "name: site-monitor", "name: site-monitoring")
+    repo.commit("rename, renumber, remove")
+    base = compile_at(repo.repo, repo.base, "policies", "site-config", TODAY)
+    head = compile_at(repo.repo, "HEAD", "policies", "site-config", TODAY)
+    review = diff(base.document, head.document, "base", "head")
+    text = render_text(review)
+    assert "opcode claim.checkpoint: added (605, write)\n" in text
+    assert "opcode claim.snapshot: removed (604, write)\n" in text
+    assert "opcode job.query: renumbered: id 105 -> 106  [escalation:" in text
+    assert "waiver proxy-admin-reload: removed: proxy may break" in text
+    assert "role site-monitor: role removed\n" in text
+    assert "role site-monitoring: new role  [escalation: new role]\n" in text
+    assert "proxy proxy-idle: proxy instance removed\n" in text
+    expires = base.document["waivers"][0]["expires"]  # PolicyRepo dates it from today
+    assert text.replace(expires, "EXPIRES") == snapshot(name="text")
+    assert render_markdown(review).replace(expires, "EXPIRES") == snapshot(name="markdown")

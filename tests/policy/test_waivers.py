@@ -72,3 +72,13 @@ def test_without_the_waiver_the_grant_is_a_violation_at_its_line(tmp_path: Path)
     assert p.code == "XCE630" and p.subject == "proxy"
     assert p.line == 6  # "opcodes: [config.reload]" (line 1 is the blank after the quotes)
     assert p.also and p.also[0].file.endswith("guardrails.yaml")
+
+
+def test_a_broad_waiver_lists_only_what_it_waives(tmp_path: Path) -> None:
+    text = SITE.format(expires="2027-06-30").replace(
+        "opcodes: [config.reload]\n      reason", 'opcodes: ["*"]\n      reason'
+    )
+    write(tmp_path / "site" / "p.yaml", text)
+    doc, problems = compile_tree(POLICIES, tmp_path / "site", datetime.date(2027, 1, 1))
+    assert problems == []
+    assert doc["waivers"][0]["opcodes"] == ["config.reload"]  # not every opcode of "*"
