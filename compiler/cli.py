@@ -6,6 +6,7 @@ import argparse
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
 
 from compiler.canonical import dumps
 from compiler.cli_runner import EXIT_ERROR, EXIT_OK, run_cli
@@ -13,7 +14,7 @@ from compiler.compile import Compiled, compile_site, located
 from compiler.gc_pause import gc_paused
 from compiler.output import write_outputs
 from compiler.problem_render import render
-from compiler.problems import Problems, Severity
+from compiler.problems import Problem, Problems, Severity, UserError
 from compiler.revision import Revision, site_revision
 from compiler.schema_export import site_file_schema
 from compiler.textstyle import Style
@@ -21,8 +22,16 @@ from compiler.textstyle import Style
 FORMATS = ("text", "json", "github", "markdown")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes exit 1 like every other error, never argparse's 2."""
+
+    def error(self, message: str) -> NoReturn:
+        hint = f"see '{self.prog} --help'"
+        raise UserError([Problem("XCE007", message, hint, subject=self.prog)])
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="xce-compile",
         description="Validate a site-config folder and compile the desired supply map.",
     )
@@ -68,7 +77,19 @@ def _body(argv: list[str] | None) -> int:
     revision = site_revision(args.site)
     supply = compiled.supply_map
     documents, desired_digest = serialize(compiled, revision)
-    manifest = write_outputs(args.out, documents, revision, supply.site, desired_digest)
+    try:
+        manifest = write_outputs(args.out, documents, revision, supply.site, desired_digest)
+    except OSError as err:
+        raise UserError(
+            [
+                Problem(
+                    "XCE008",
+                    f"cannot write the outputs to '{args.out}': {err.strerror or err}",
+                    "give an --out folder that can be created and written",
+                    subject=str(args.out),
+                )
+            ]
+        ) from err
     if args.format == "text":
         sys.stderr.write(text)
         rev = (revision.commit or "no commit")[:12] + (" (dirty)" if revision.dirty else "")

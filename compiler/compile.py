@@ -9,6 +9,7 @@ from typing import Any
 
 from compiler.bindings import build_bindings, controller_name
 from compiler.checks.capacity import check_caches, check_quotas, check_warnings
+from compiler.checks.collisions import check_copy_ids, check_counter_ids, check_quota_ids
 from compiler.checks.hosts import expand_hosts
 from compiler.checks.index import build_index
 from compiler.checks.providers import check_provider_kinds, check_proxies
@@ -46,7 +47,8 @@ def load_site(site_dir: Path, problems: Problems) -> list[SourceFile]:
     if not site_dir.is_dir():
         problems.error(
             "XCE006",
-            f"site folder '{site_dir}' does not exist",
+            f"site folder '{site_dir}' "
+            + ("is not a folder" if site_dir.exists() else "does not exist"),
             "give the folder that holds the site-config YAML files",
             subject=str(site_dir),
         )
@@ -91,6 +93,9 @@ def check_document(doc: SiteDocument, problems: Problems) -> Any:
     index = build_index(doc, problems)
     hosts = expand_hosts(doc.host_groups, problems)
     check_references(doc, index, hosts, problems)
+    check_quota_ids(doc, problems)
+    check_counter_ids(doc, index, hosts, problems)
+    check_copy_ids(doc, problems)
     check_provider_kinds(doc, index, problems)
     check_proxies(doc, index, problems)
     check_secrets(doc, problems)
@@ -125,6 +130,8 @@ def compile_files(
     emit_datasets(doc, ctx)
     emit_volumes(doc, ctx)
     entries = {e.id: e for e in ctx.entries}
+    if len(entries) != len(ctx.entries):  # the checks must have caught every clash of ids
+        raise RuntimeError(f"{len(ctx.entries) - len(entries)} entries share an id with another")
     settings = {**settings_of(site), "shared_accounts": shared_accounts(doc)}
     supply = SupplyMap(entries=entries, site=site.name, owner=ctx.owner, settings=settings)
     return Compiled(supply, build_bindings(doc), doc)

@@ -17,6 +17,9 @@ from ClusterShell.NodeSet import NodeSet, NodeSetBase, NodeSetException
 from ClusterShell.RangeSet import RangeSet
 
 MAX_RANGE = 65_536
+# Bracket groups multiply (``a[1-60000]b[1-60000]`` is 3.6 billion names): a bound on the
+# whole expression keeps a typo from exhausting memory. Ten times the largest site we plan for.
+MAX_HOSTS = 1_048_576
 _NAME_CHARS = re.compile(r"[A-Za-z0-9._-]")
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 # A name ClusterShell reads as one pattern ``<prefix>%s`` and one index kept as written.
@@ -136,9 +139,14 @@ def normalise(expr: str) -> str:
 
 def nodeset(expr: str) -> NodeSet:
     try:
-        return NodeSet(normalise(expr))
+        nodes = NodeSet(normalise(expr))
     except NodeSetException as err:  # pragma: no cover - normalise rejects what NodeSet would
         raise HostlistError(f"invalid hostlist: {err}", 0) from err
+    if len(nodes) > MAX_HOSTS:  # counted without expanding
+        raise HostlistError(
+            f"it names {len(nodes):,} hosts; at most {MAX_HOSTS:,} in one hostlist", 0, "too-large"
+        )
+    return nodes
 
 
 def expand(expr: str) -> list[str]:

@@ -22,6 +22,9 @@ SIZE_UNITS: dict[str, int] = {
     "PiB": 2**50,
 }
 DURATION_UNITS: dict[str, int] = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# The largest amount a map carries: a signed 64-bit integer, what JSON tools and SQLite
+# read exactly (about 8 EiB, or 292 billion years in seconds).
+MAX_AMOUNT = 2**63 - 1
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 _DURATION_PART = re.compile(r"(\d+)\s*([a-zA-Z]+)")
@@ -32,6 +35,12 @@ class UnitError(ValueError):
     """A value with a missing or unknown unit; the message says what would be accepted."""
 
 
+def _bounded(value: object, amount: int) -> int:
+    if amount > MAX_AMOUNT:
+        raise UnitError(f"'{value}' is too large: at most {MAX_AMOUNT} (2^63 - 1)")
+    return amount
+
+
 def parse_size(value: object) -> int:
     """Bytes from an int (bytes) or a string with a unit; fractions must land on whole bytes."""
     if isinstance(value, bool):
@@ -39,7 +48,7 @@ def parse_size(value: object) -> int:
     if isinstance(value, int):
         if value < 0:
             raise UnitError("a size cannot be negative")
-        return value
+        return _bounded(value, value)
     if not isinstance(value, str):
         raise UnitError(f"expected a size such as 500GiB or 2TB, got {type(value).__name__}")
     m = _SIZE_RE.match(value)
@@ -58,7 +67,7 @@ def parse_size(value: object) -> int:
         raise UnitError(f"'{value}' is not a size") from err
     if amount != amount.to_integral_value():
         raise UnitError(f"'{value}' is not a whole number of bytes")
-    return int(amount)
+    return _bounded(value, int(amount))
 
 
 def parse_duration(value: object) -> int:
@@ -68,7 +77,7 @@ def parse_duration(value: object) -> int:
     if isinstance(value, int):
         if value < 0:
             raise UnitError("a duration cannot be negative")
-        return value
+        return _bounded(value, value)
     if not isinstance(value, str):
         raise UnitError(f"expected a duration such as 30m or 14d, got {type(value).__name__}")
     if not _DURATION_RE.match(value):
@@ -78,7 +87,7 @@ def parse_duration(value: object) -> int:
         if unit not in DURATION_UNITS:
             raise UnitError(f"unknown duration unit '{unit}'; use s, m, h or d (e.g. 30m, 14d)")
         total += int(number) * DURATION_UNITS[unit]
-    return total
+    return _bounded(value, total)
 
 
 def format_size(n: int) -> str:

@@ -1,9 +1,10 @@
 """Reading YAML fast, and finding lines only where a problem needs them.
 
 Every file is loaded with ruamel.yaml's safe loader on its C parser (no line
-information, no round-trip cost). Problems carry a YAML path; ``Locator`` composes only
-the files that have problems (C composer, nodes with marks) to turn those paths into
-line and column. Duplicate keys and syntax errors are found with marks directly.
+information, no round-trip cost), or on its pure parser where the C one fails. Problems
+carry a YAML path; ``Locator`` composes only the files that have problems (nodes with
+marks) to turn those paths into line and column. Duplicate keys and syntax errors are
+found with marks directly.
 """
 
 from __future__ import annotations
@@ -21,12 +22,32 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from compiler.problems import Problem, Problems, Where, YPath
 
 YAML_SUFFIXES = (".yaml", ".yml")
+MAX_DEPTH = 64  # the language nests about six levels; provider params get the rest
+MAX_VALUES = 5_000_000  # values once aliases are expanded ("billion laughs" stop here)
 
 
-def _safe_yaml() -> YAML:
-    y = YAML(typ="safe", pure=False)
+def _safe_yaml(pure: bool = False) -> YAML:
+    y = YAML(typ="safe", pure=pure)
     y.allow_duplicate_keys = False
     return y
+
+
+def _load(text: str) -> Any:
+    """The C parser first (fast); where it fails, the pure one, which also reads the YAML 1.2
+    forms libyaml rejects (a ':' inside a flow scalar: ``{token: env:X}``)."""
+    try:
+        return _safe_yaml().load(text)
+    except MarkedYAMLError:
+        return _safe_yaml(pure=True).load(text)
+
+
+def _compose(text: str) -> Node | None:
+    """Nodes with marks, by the same two parsers as ``_load``."""
+    try:
+        node: Node | None = _safe_yaml().compose(text)
+    except MarkedYAMLError:
+        node = _safe_yaml(pure=True).compose(text)
+    return node
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +88,7 @@ def _mark_where(file: str, err: MarkedYAMLError) -> Where:
 def _duplicate_keys(text: str, file: str) -> list[Problem]:
     """Every duplicate key of a document (the loader stops at the first)."""
     try:
-        node = _safe_yaml().compose(text)
+        node = _compose(text)
     except YAMLError:
         return []
     out: list[Problem] = []
@@ -157,7 +178,7 @@ def load_text(
         )
         return None
     try:
-        data = _safe_yaml().load(text)
+        data = _load(text)
     except MarkedYAMLError as err:
         dups = _duplicate_keys(text, shown)
         if dups:
@@ -187,7 +208,53 @@ def load_text(
             Where(shown, line=1, column=1),
         )
         return None
+    trouble = _shape_trouble(data)
+    if trouble is not None:
+        problems.error(
+            "XCE001",
+            f"the document cannot be read: {trouble}",
+            "write the values out instead of nesting aliases (*name) or lists this deep",
+            Where(shown, line=1, column=1),
+        )
+        return None
     return SourceFile(shown, path or Path(shown), data)
+
+
+def _shape_trouble(data: Any) -> str | None:
+    """Why a loaded document cannot be walked safely, or None.
+
+    Aliases make the data a graph: a cycle (``&a [*a]``) would send every later walk round
+    forever, and nested aliases can stand for billions of values; very deep nesting
+    overflows recursive readers (validation, messages, JSON). Each container is measured
+    once, without recursion.
+    """
+    measured: dict[int, tuple[int, int]] = {}  # id -> (values once expanded, depth)
+    open_ids: set[int] = set()  # the containers being measured: the current path
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        node, closing = stack.pop()
+        if not isinstance(node, dict | list):
+            continue
+        key = id(node)
+        children = list(node.values()) if isinstance(node, dict) else node
+        if closing:
+            open_ids.discard(key)
+            size, depth = 1, 1
+            for child in children:
+                s, d = measured.get(id(child), (1, 0))
+                size, depth = size + s, max(depth, d + 1)
+            if size > MAX_VALUES:
+                return f"its aliases expand to more than {MAX_VALUES:,} values"
+            if depth > MAX_DEPTH:
+                return f"it nests more than {MAX_DEPTH} levels deep"
+            measured[key] = (size, depth)
+        elif key in open_ids:
+            return "an alias refers to a mapping or list that contains it (a cycle)"
+        elif key not in measured:
+            open_ids.add(key)
+            stack.append((node, True))
+            stack.extend((child, False) for child in children)
+    return None
 
 
 class Locator:
@@ -212,7 +279,7 @@ class Locator:
                 text = self._texts.get(file)
                 if text is None and path is not None:
                     text = path.read_text(encoding="utf-8")
-                node = _safe_yaml().compose(text) if text is not None else None
+                node = _compose(text) if text is not None else None
             except (OSError, YAMLError, UnicodeDecodeError):
                 node = None
             self._nodes[file] = node

@@ -17,18 +17,10 @@ def check_quotas(doc: SiteDocument, index: Index, problems: Problems) -> None:
     sums: dict[tuple[str, str, str], int] = defaultdict(int)
     first: dict[tuple[str, str, str], Where] = {}
     for q in doc.quotas:
-        item = q.item
-        target = ("volume", item.volume) if item.volume is not None else ("pool", item.pool or "")
-        parts: list[tuple[str, int]] = []
-        if item.user is not None and item.limit is not None:
-            parts.append(("user", item.limit))
-        if item.project is not None and item.limit is not None:
-            parts.append(("project", item.limit))
-        parts += [("user", v) for v in item.users.values()]
-        parts += [("project", v) for v in item.projects.values()]
-        for scope, amount in parts:
-            key = (target[0], target[1], scope)
-            sums[key] += amount
+        kind, target = q.item.target
+        for grant in q.item.grants():
+            key = (kind, target, grant.scope)
+            sums[key] += grant.limit
             first.setdefault(key, q.where)
     for (kind, name, scope), total in sorted(sums.items()):
         if kind == "volume":

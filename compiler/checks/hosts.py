@@ -103,12 +103,17 @@ def _check_provisioned(loc: Located[HostGroup], n_hosts: int, problems: Problems
     p = loc.item.provisioned
     if p is None:
         return
-    wanted = max(v for v in (p.count, p.max, p.min, 0) if v is not None)
+    # The key that asks for the most hosts is the one to point at: 'count' excludes
+    # 'min'/'max', and 'min' <= 'max' is already validated.
+    key = next((k for k in ("count", "max", "min") if getattr(p, k) is not None), None)
+    if key is None:
+        return
+    wanted: int = getattr(p, key)
     if wanted > n_hosts:
         problems.error(
             "XCE206",
-            f"provisioned group '{loc.item.name}' asks for up to {wanted} hosts but its hostlist "
-            f"names {n_hosts}",
+            f"provisioned group '{loc.item.name}' asks for up to {wanted} hosts ('{key}') but "
+            f"its hostlist names {n_hosts}",
             "list at least as many host names in 'hosts:' as 'count'/'max' allows",
-            loc.where.child("provisioned"),
+            loc.where.child("provisioned", key),
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from compiler.bindings import IMPLICIT_CONTROLLER
 from compiler.checks.index import Index
 from compiler.model.document import Located, SiteDocument
 from compiler.model.providers import Provider
@@ -73,6 +74,15 @@ def check_provider_kinds(doc: SiteDocument, index: Index, problems: Problems) ->
     for p in doc.providers:
         _check_command(p, problems)
     maps = [p for p in doc.providers if p.item.kind == "controller-map"]
+    taken = index.providers.items.get(IMPLICIT_CONTROLLER)
+    if not maps and taken is not None:
+        problems.error(
+            "XCE409",
+            f"provider '{IMPLICIT_CONTROLLER}' is of kind '{taken.item.kind}', but a site with no "
+            "controller-map provider gets an embedded one of that name",
+            "rename this provider, or declare the site's controller-map provider",
+            taken.where.child("name"),
+        )
     for extra in maps[1:]:
         problems.error(
             "XCE409",

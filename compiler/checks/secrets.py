@@ -15,28 +15,37 @@ SECRET_KEY_RE = re.compile(
 )
 
 
-def _walk_params(params: Mapping[str, Any], where: Where, problems: Problems) -> None:
-    for key, value in params.items():
-        at = where.child(key)
-        if isinstance(value, Mapping):
-            _walk_params(value, at, problems)
-        elif (
-            SECRET_KEY_RE.search(str(key))
-            and isinstance(value, str | int)
-            and not (isinstance(value, str) and SECRET_REF_RE.match(value))
-        ):
-            problems.error(
-                "XCE407",
-                f"'{key}' looks like a secret and has a literal value (not shown)",
-                "move the value to credentials as a reference: env:NAME or file:/path",
-                at,
-            )
+def _is_reference(value: Any) -> bool:
+    return isinstance(value, str) and SECRET_REF_RE.match(value) is not None
+
+
+def _walk_params(params: Any, where: Where, problems: Problems, secret_key: str = "") -> None:
+    """Every literal under a secret-like key, in mappings and lists at any depth."""
+    if isinstance(params, Mapping):
+        for key, value in params.items():
+            named = str(key) if SECRET_KEY_RE.search(str(key)) else ""
+            _walk_params(value, where.child(str(key)), problems, named)
+    elif isinstance(params, list):
+        for i, value in enumerate(params):
+            _walk_params(value, where.child(i), problems, secret_key)
+    elif (
+        secret_key
+        and isinstance(params, str | int | float)
+        and not isinstance(params, bool)
+        and not _is_reference(params)
+    ):
+        problems.error(
+            "XCE407",
+            f"'{secret_key}' looks like a secret and has a literal value (not shown)",
+            "move the value to credentials as a reference: env:NAME or file:/path",
+            where,
+        )
 
 
 def check_secrets(doc: SiteDocument, problems: Problems) -> None:
     for p in doc.providers:
         for key, ref in p.item.credentials.items():
-            if not SECRET_REF_RE.match(ref):
+            if not _is_reference(ref):
                 problems.error(
                     "XCE407",
                     f"credential '{key}' of provider '{p.item.name}' is not a reference "

@@ -18,25 +18,11 @@ def mounts_by_group(doc: SiteDocument) -> dict[str, list[str]]:
     return {g: sorted(names) for g, names in out.items()}
 
 
-def _quota_rows(doc: SiteDocument) -> list[tuple[str, str, str, str, int]]:
-    """(target kind, target, scope, subject, limit) for every quota, bulk forms expanded."""
-    rows = []
-    for q in doc.quotas:
-        item = q.item
-        kind, target = ("volume", item.volume) if item.volume else ("pool", item.pool or "")
-        if item.user is not None and item.limit is not None:
-            rows.append((kind, target, "user", item.user, item.limit))
-        if item.project is not None and item.limit is not None:
-            rows.append((kind, target, "project", item.project, item.limit))
-        rows += [(kind, target, "user", u, lim) for u, lim in item.users.items()]
-        rows += [(kind, target, "project", p, lim) for p, lim in item.projects.items()]
-    return rows
-
-
 def emit_volumes(doc: SiteDocument, ctx: EmitContext) -> None:
     volumes = {v.item.name: v.item for v in doc.volumes}
     users: dict[str, set[str]] = {name: set(v.users) for name, v in volumes.items()}
-    for kind, target, scope, subject, limit in _quota_rows(doc):
+    quotas = ((*q.item.target, g) for q in doc.quotas for g in q.item.grants())
+    for kind, target, (scope, subject, limit, _) in quotas:
         if kind == "volume" and target in volumes:
             v = volumes[target]
             if scope == "user":

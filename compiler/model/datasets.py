@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from compiler.model.types import Description, Name, SafeName, Size, Strict, Version
+from compiler.model.types import DatasetName, Description, Name, Size, Strict, Version
 
 Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 
@@ -17,7 +17,7 @@ class Copy(Strict):
 
 
 class Dataset(Strict):
-    name: SafeName
+    name: DatasetName
     version: Version
     description: Description = ""
     size: Size

@@ -24,6 +24,10 @@ _TYPE_NAMES = {
 }
 
 
+# Fields whose values are secrets: a type error there names the type, never the value.
+SECRET_FIELDS = frozenset({"credentials"})
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -81,6 +85,7 @@ def translate(err: ErrorDetails, model: type[BaseModel], where: Where) -> Proble
     msg = err["msg"]
     value = err.get("input")
     at = Where(where.file, where.ypath + loc, key=on_key)
+    shown = "a value (not shown)" if SECRET_FIELDS & set(loc) else _short(value)
     if etype == "extra_forbidden":
         name = str(loc[-1]) if loc else "?"
         keys = known_keys(model, loc[:-1])
@@ -101,29 +106,31 @@ def translate(err: ErrorDetails, model: type[BaseModel], where: Where) -> Proble
             "use a name without '/', '..', NUL, white space or a leading '-'",
             at.at_key() if on_key else at,
         )
+    if etype == "dataset_id":
+        return Problem("XCE406", msg, "rename it without '@'", at)
     if etype in ("name", "mode"):
         return Problem("XCE106", msg, "", at.at_key() if on_key else at)
     if etype in ("literal_error", "enum"):
         expected = str(err.get("ctx", {}).get("expected", ""))
         return Problem(
-            "XCE106", f"{_short(value)} is not allowed here", f"use one of {expected}", at
+            "XCE106", f"{shown} is not allowed here", f"use one of {expected}", at
         )
     if etype == "string_pattern_mismatch":
         pattern = str(err.get("ctx", {}).get("pattern", ""))
         hint = "write sha256:<64 lowercase hex digits>" if "sha256" in pattern else ""
         if pattern == "^/":
             hint = "write an absolute path, starting with '/'"
-        return Problem("XCE106", f"{_short(value)} has the wrong form", hint, at)
+        return Problem("XCE106", f"{shown} has the wrong form", hint, at)
     if etype == "value_error":
         text = msg.removeprefix("Value error, ")
         return Problem("XCE106", text, "", at)
     if etype in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        return Problem("XCE106", f"{_short(value)}: {msg.lower()}", "", at)
+        return Problem("XCE106", f"{shown}: {msg.lower()}", "", at)
     base = etype.split("_", 1)[0]
     want = _TYPE_NAMES.get(base, base)
     return Problem(
         "XCE102",
-        f"expected {want}, got {_short(value)}",
+        f"expected {want}, got {shown}",
         "check the type of this value",
         at,
     )

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from compiler.model.types import Description, Duration, Name, Strict
+from compiler.model.types import Description, Duration, Name, SecretRef, Strict
 
 ProviderKind = Literal["directory", "dataset-copy", "controller-map", "exec", "jsonl"]
 BUILTIN_KINDS = ("directory", "dataset-copy", "controller-map")
@@ -18,7 +18,7 @@ class Provider(Strict):
     kind: ProviderKind
     command: list[str] | None = None
     params: dict[str, Any] = Field(default_factory=dict)
-    credentials: dict[str, str] = Field(default_factory=dict)
+    credentials: dict[str, SecretRef] = Field(default_factory=dict)
     account: Literal["dedicated", "shared"] | None = None
     timeout: Duration = 30
 

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pydantic import Field, model_validator
 
 from compiler.model.types import Amount, Name, SafeName, Strict
+
+
+class Grant(NamedTuple):
+    """One user's or project's limit, and the keys that lead to it inside its quota item."""
+
+    scope: str  # "user" or "project"
+    subject: str
+    limit: int
+    ypath: tuple[str, ...]
 
 
 class Quota(Strict):
@@ -32,3 +43,20 @@ class Quota(Strict):
         if not single and not self.users and not self.projects:
             raise ValueError("give 'user'/'project' with 'limit', or 'users'/'projects' maps")
         return self
+
+    @property
+    def target(self) -> tuple[str, str]:
+        """``("volume", name)`` or ``("pool", name)``."""
+        return ("volume", self.volume) if self.volume is not None else ("pool", self.pool or "")
+
+    def grants(self) -> list[Grant]:
+        """Every limit this item sets, the bulk forms expanded."""
+        out: list[Grant] = []
+        if self.limit is not None:
+            if self.user is not None:
+                out.append(Grant("user", self.user, self.limit, ("user",)))
+            if self.project is not None:
+                out.append(Grant("project", self.project, self.limit, ("project",)))
+        out += [Grant("user", u, lim, ("users", u)) for u, lim in self.users.items()]
+        out += [Grant("project", p, lim, ("projects", p)) for p, lim in self.projects.items()]
+        return out

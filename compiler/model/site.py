@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from compiler.model.types import Amount, Description, Duration, Name, Strict
+from compiler.model.types import Amount, Count, Description, Duration, Name, Strict
 
 ManagementLevel = Literal["observe", "report", "correct", "correct-destructive"]
 EntryKind = Literal[
@@ -34,8 +34,8 @@ class Safety(Strict):
     are defined: no limit on changes, 10 entries, 0.3 deleted, 0.5 created.
     """
 
-    max_changes: int | None = Field(default=None, ge=0)
-    min_entries: int | None = Field(default=None, ge=0)
+    max_changes: Count | None = None
+    min_entries: Count | None = None
     max_delete_fraction: dict[EntryKind | Literal["default"], Fraction] = Field(
         default_factory=dict
     )

@@ -9,7 +9,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 from pydantic_core import PydanticCustomError
 
 from compiler.names import path_unsafe_reason
-from compiler.units import UnitError, parse_duration, parse_size
+from compiler.units import MAX_AMOUNT, UnitError, parse_duration, parse_size
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SECRET_REF_RE = re.compile(r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:/\S+)$")
@@ -40,7 +40,7 @@ def _amount(v: Any) -> int:
     if isinstance(v, int) and not isinstance(v, bool):
         if v < 0:
             raise PydanticCustomError("amount", "an amount cannot be negative")
-        return v
+        return _size(v)  # bounded as a size is
     if isinstance(v, str):
         return _size(v)
     raise PydanticCustomError("amount", "expected a count (e.g. 64) or a size (e.g. 512GiB)")
@@ -69,6 +69,17 @@ def _safe_name(v: Any) -> str:
     return v
 
 
+def _dataset_part(v: Any) -> str:
+    """A dataset's name or version: path-safe, and without the '@' of its id ``name@version``
+    (``a@b`` version ``1`` and ``a`` version ``b@1`` would be the same dataset)."""
+    text = _safe_name(v)
+    if "@" in text:
+        raise PydanticCustomError(
+            "dataset_id", f"{text!r} contains '@', which separates name and version in name@version"
+        )
+    return text
+
+
 def _mode(v: Any) -> str:
     """A permission mode; ``0700`` written unquoted arrives as the int 700, read as octal."""
     text = str(v) if isinstance(v, int) and not isinstance(v, bool) else v
@@ -79,8 +90,12 @@ def _mode(v: Any) -> str:
 
 def _version(v: Any) -> str:
     if isinstance(v, bool) or not isinstance(v, int | str):
-        raise PydanticCustomError("name", "a dataset version is a number or a short string")
-    return _safe_name(str(v))
+        raise PydanticCustomError(
+            "name",
+            f"a dataset version is a whole number or a string, got {v!r}; quote it to keep it "
+            'as written (version: "3.10")',
+        )
+    return _dataset_part(str(v))
 
 
 _SIZE_STRING = {
@@ -111,9 +126,20 @@ SafeName = Annotated[
     BeforeValidator(_safe_name),
     WithJsonSchema({"type": "string", "pattern": r"^[^/\s-][^/\s]*$"}),
 ]
+DatasetName = Annotated[
+    str,
+    BeforeValidator(_dataset_part),
+    WithJsonSchema({"type": "string", "pattern": r"^[^/\s@-][^/\s@]*$"}),
+]
 Mode = Annotated[
     str, BeforeValidator(_mode), WithJsonSchema({"type": "string", "pattern": r"^[0-7]{3,4}$"})
 ]
 Version = Annotated[str, BeforeValidator(_version), WithJsonSchema({"type": ["integer", "string"]})]
-Count = Annotated[int, Field(ge=0)]
+_REF = "env:NAME or file:/path"
+# Checked by compiler/checks/secrets.py rather than here: a type error would print the value.
+SecretRef = Annotated[
+    Any,
+    WithJsonSchema({"type": "string", "pattern": SECRET_REF_RE.pattern, "description": _REF}),
+]
+Count = Annotated[int, Field(ge=0, le=MAX_AMOUNT)]
 Description = Annotated[str, Field(max_length=2000)]

@@ -111,6 +111,24 @@ def test_invalid_site_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "a.yaml:5:12: error[XCE202]" in err and "Traceback" not in err
 
 
+def test_usage_and_output_mistakes_are_errors_not_crashes(
+    example_site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 1 with a code for each, never argparse's 2 nor an "internal error"."""
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    cases = {
+        "XCE007": ["--format", "xml"],
+        "XCE008": [str(example_site), "--out", str(not_a_folder)],
+        "XCE006": [str(not_a_folder)],
+    }
+    for code, argv in cases.items():
+        assert main(argv) == 1, argv
+        err = capsys.readouterr().err
+        assert f"error[{code}]" in err and "internal error" not in err, err
+    assert "is not a folder" in err
+
+
 def test_schema_is_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--schema"]) == 0
     schema = json.loads(capsys.readouterr().out)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.hostlist import MAX_RANGE, HostlistError, compress, expand
+from compiler.hostlist import MAX_HOSTS, MAX_RANGE, HostlistError, compress, expand, nodeset
 
 
 @pytest.mark.parametrize(
@@ -45,6 +45,7 @@ def test_cartesian_product_order_and_content() -> None:
         ("cn[1-[2]]", "syntax", 5),
         (" cn1", "syntax", 0),
         ("cn[a-b]", "syntax", 3),
+        ("a[1-60000]b[1-60000]", "too-large", 0),  # 3.6 billion names: refused, not expanded
     ],
 )
 def test_errors_say_why_and_where(expr: str, reason: str, offset: int) -> None:
@@ -56,6 +57,13 @@ def test_errors_say_why_and_where(expr: str, reason: str, offset: int) -> None:
 
 def test_largest_allowed_range() -> None:
     assert len(expand(f"n[1-{MAX_RANGE}]")) == MAX_RANGE
+
+
+def test_largest_allowed_product_is_counted_not_expanded() -> None:
+    per_range = MAX_HOSTS // MAX_RANGE
+    assert len(nodeset(f"r[1-{per_range}]n[1-{MAX_RANGE}]")) == MAX_HOSTS
+    with pytest.raises(HostlistError, match="1,048,577 hosts"):
+        nodeset(f"r[1-{per_range}]n[1-{MAX_RANGE}],x1")
 
 
 _prefix = st.sampled_from(["cn", "gpu", "bm", "login", "r1-n", "x"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.units import UnitError, format_size, parse_duration, parse_size
+from compiler.units import MAX_AMOUNT, UnitError, format_size, parse_duration, parse_size
 
 
 @pytest.mark.parametrize(
@@ -35,6 +35,8 @@ def test_sizes(text: object, expected: int) -> None:
         (-1, "negative"),
         (True, "boolean"),
         (1.5, "got float"),
+        (2**63, "too large: at most 9223372036854775807"),
+        ("8192PiB", "too large"),  # 2^63 bytes: one more than a map holds
     ],
 )
 def test_size_errors(text: object, fragment: str) -> None:
@@ -52,11 +54,22 @@ def test_durations(text: object, expected: int) -> None:
 
 @pytest.mark.parametrize(
     ("text", "fragment"),
-    [("3 weeks", "unknown duration unit 'weeks'"), ("soon", "not a duration"), ("m5", "not a")],
+    [
+        ("3 weeks", "unknown duration unit 'weeks'"),
+        ("soon", "not a duration"),
+        ("m5", "not a"),
+        ("106751991167301d", "too large"),
+    ],
 )
 def test_duration_errors(text: str, fragment: str) -> None:
     with pytest.raises(UnitError, match=fragment):
         parse_duration(text)
+
+
+def test_largest_amount_is_accepted() -> None:
+    assert parse_size(MAX_AMOUNT) == MAX_AMOUNT == 2**63 - 1
+    assert parse_size("8191PiB") == 8191 * 2**50
+    assert parse_duration("106751991167300d") == 106751991167300 * 86400
 
 
 def test_format_size_round_trips_whole_units() -> None:
