@@ -261,12 +261,35 @@ def _snapshot_problems(doc: Any, file: str) -> list[Problem]:
     return problems + _field_problems(doc, file)
 
 
+def _is_reason(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _is_generation(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+# What the planner reads from each provider: why it did not report, and its generation
+# (the empty-inventory guard tells a new provider by it).
+_PER_PROVIDER = (("unknown", _is_reason, "a reason (a string)"),
+                 ("generations", _is_generation, "a whole number ≥ 0"))
+
+
 def _field_problems(doc: Mapping[str, Any], file: str) -> list[Problem]:
-    return [
+    problems = [
         Problem(SNAPSHOT_SHAPE, f"'{key}' must be an object", "", Where(file, (key,)))
         for key in ("unknown", "generations", "settings")
         if doc.get(key) is not None and not isinstance(doc[key], Mapping)
     ]
+    if problems:
+        return problems
+    for key, valid, what in _PER_PROVIDER:
+        problems += [
+            Problem(SNAPSHOT_SHAPE, f"{key}.{name}: must be {what}, got {value!r}", "",
+                    Where(file, (key, str(name))))
+            for name, value in (doc.get(key) or {}).items() if not valid(value)
+        ]
+    return problems
 
 
 def _plain_entry(e: Entry) -> bool:

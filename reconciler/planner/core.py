@@ -44,6 +44,12 @@ def _walk(b: Builder, desired: SupplyMap, live: SupplyMap) -> None:
         if levels.get(d.kind) == "observe":
             continue
         lv = live_get(entry_id)
+        if lv is not None and lv.provider != d.provider and lv.provider is not None:
+            # Rebound in config, or a provider reporting what is not its own: an entry held
+            # elsewhere is neither in sync nor missing, and one id cannot live at both.
+            b.note("drift_reported", d, f"reported by provider {lv.provider}, but config binds "
+                   f"it to {d.provider}; nothing planned: move it by hand")
+            continue
         if (
             lv is not None
             and lv.state == d.state

@@ -42,6 +42,15 @@ TRASH = ".trash-"
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
+def dataset_key(name: str, version: str) -> str:
+    """``name@version`` of path-safe parts. A name may not start with ``.``: the cache's
+    own staging and trash folders do, and a copy named like them would be swept away."""
+    if name.startswith("."):
+        raise invalid(f"dataset name {name!r} starts with '.', which this cache reserves "
+                      "for its staging and trash folders")
+    return f"{safe_name(name, 'dataset name')}@{safe_name(version, 'dataset version')}"
+
+
 def parse_copy_id(entry_id: object) -> tuple[str, str]:
     """``dataset-copy/<name>@<version>@<location>`` → (``name@version``, location)."""
     if not isinstance(entry_id, str) or not entry_id.startswith(PREFIX):
@@ -50,15 +59,14 @@ def parse_copy_id(entry_id: object) -> tuple[str, str]:
     version, _, location = rest.partition("@")
     if not location:
         raise invalid(f"entry id {entry_id!r} must be dataset-copy/<name>@<version>@<location>")
-    return f"{safe_name(name, 'dataset name')}@{safe_name(version, 'dataset version')}", location
+    return dataset_key(name, version), location
 
 
 def parse_dataset(name: str) -> str | None:
     """A cache folder name that is a ``name@version``, else None."""
     ds_name, sep, version = name.partition("@")
-    ok = sep and "@" not in version
     try:
-        return f"{safe_name(ds_name, 'n')}@{safe_name(version, 'v')}" if ok else None
+        return dataset_key(ds_name, version) if sep and "@" not in version else None
     except ProviderError:
         return None
 

@@ -2,16 +2,17 @@
 
 Volumes live at ``<base>/<spec.path>`` (``base`` is ``/`` in production, ``<workdir>/fs``
 with the embedded defaults). A volume root is root-owned with the spec's mode; each
-``<root>/<user>`` is 0700 and owned by the user (N12); quotas are per user or project
-(N8); ``update`` with ``params.action = "cleanup"`` removes job directories older than
-the volume's retention (N14). No step ever follows a symbolic link (see ``safe_fs``).
+``<root>/<user>`` is 0700 and owned by the user (N12) — where the provider cannot
+``chown``, it records the intended owner instead (``directory_owners``); quotas are per
+user or project (N8); ``update`` with ``params.action = "cleanup"`` removes job
+directories older than the volume's retention (N14). No step ever follows a symbolic
+link (see ``safe_fs``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import pwd
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -22,6 +23,7 @@ from typing import Any
 from compiler.supply_map import Entry
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, Change, resolve_under
+from reconciler.providers.directory_owners import Names, give, not_applied
 from reconciler.providers.directory_quota import quota_command
 from reconciler.providers.directory_state import DirectoryState, Quota, Volume
 from reconciler.providers.names import (
@@ -45,7 +47,7 @@ from reconciler.providers.safe_fs import (
 
 KINDS = {"volume": 1, "volume-dir": 2, "quota": 3}
 SCOPES = ("user", "project")
-OBSERVED_SPEC = frozenset({"path", "mode", "owner", "retention"})  # read from the tree
+OBSERVED_SPEC = frozenset({"path", "mode", "owner", "group", "retention"})  # from the tree
 MAX_LISTED = 1000  # removed job directories named in a cleanup reply (all are counted)
 
 Putter = Callable[[list[str], Mapping[str, Any], bool], Change]
@@ -69,30 +71,6 @@ def declared_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
         "attributes": dict(entry.get("attributes") or {}),
         "spec": {k: v for k, v in spec.items() if k not in OBSERVED_SPEC},
     }
-
-
-def owner_ids(owner: str) -> tuple[int, int] | None:
-    """The uid and primary gid of a user name, or None where it does not resolve here."""
-    try:
-        pw = pwd.getpwnam(owner)
-    except KeyError:
-        return None
-    return pw.pw_uid, pw.pw_gid
-
-
-class UserNames:
-    """uid → user name, looked up once per uid per inventory (LDAP lookups are slow)."""
-
-    def __init__(self) -> None:
-        self._names: dict[int, str] = {}
-
-    def __call__(self, uid: int) -> str:
-        if uid not in self._names:
-            try:
-                self._names[uid] = pwd.getpwuid(uid).pw_name
-            except KeyError:
-                self._names[uid] = str(uid)
-        return self._names[uid]
 
 
 class DirectoryProvider(BuiltinProvider):
@@ -165,7 +143,7 @@ class DirectoryProvider(BuiltinProvider):
 
     def inventory(self, params: Mapping[str, Any]) -> list[Entry]:
         entries: list[Entry] = []
-        names = UserNames()
+        names = Names()
         volumes = self.volumes()
         for vol in sorted(volumes.values(), key=lambda v: v.name):
             try:
@@ -183,10 +161,14 @@ class DirectoryProvider(BuiltinProvider):
         entries.extend(self.quota_entry(q, volumes.get(q.volume)) for q in self.state.quotas())
         return entries
 
-    def volume_entry(self, vol: Volume, fd: int, names: UserNames) -> Entry:
+    def volume_entry(self, vol: Volume, fd: int, names: Names) -> Entry:
         st, vfs = os.fstat(fd), os.fstatvfs(fd)
         spec: dict[str, Any] = {"path": vol.path, "mode": mode_text(st.st_mode),
-                                "owner": names(st.st_uid)}
+                                "owner": names.user(st.st_uid), "group": names.group(st.st_gid)}
+        pending = self.state.pending_root(vol.name)
+        if pending is not None and names.still_pending(st, *pending):
+            spec["owner"], spec["group"] = pending
+            spec["owner_applied"] = False
         if vol.retention is not None:
             spec["retention"] = vol.retention
         declared = vol.declared
@@ -200,11 +182,11 @@ class DirectoryProvider(BuiltinProvider):
 
     def dir_entry(
         self, vol: Volume, user: str, st: os.stat_result, pending: Mapping[str, str],
-        names: UserNames,
+        names: Names,
     ) -> Entry:
         spec: dict[str, Any] = {"path": f"{vol.path.rstrip('/')}/{user}",
-                                "mode": mode_text(st.st_mode), "owner": names(st.st_uid)}
-        if user in pending and st.st_uid == os.geteuid():
+                                "mode": mode_text(st.st_mode), "owner": names.user(st.st_uid)}
+        if user in pending and names.still_pending(st, pending[user]):
             spec["owner"] = pending[user]
             spec["owner_applied"] = False
         return Entry(
@@ -268,13 +250,21 @@ class DirectoryProvider(BuiltinProvider):
         if retention is not None and (not isinstance(retention, int) or retention < 0):
             raise invalid(f"volume {name!r}: spec.retention must be seconds, got {retention!r}")
         mode = octal_mode(spec.get("mode"), 0o755, f"volume {name!r} spec.mode")
+        # The top of a shared volume is root-owned (N12), unless config names another owner.
+        owner = safe_name(spec.get("owner", "root"), "spec.owner")
+        group = safe_name(spec.get("group", "root"), "spec.group")
         vol = Volume(name, str(path), retention, declared_fields(entry))
+        details: dict[str, Any] = {}
         with self.volume_root(vol, None if must_exist else 0o755) as fd:
             os.fchmod(fd, mode)
-            if os.geteuid() == 0:
-                os.fchown(fd, 0, 0)  # the top of a shared volume is root-owned (N12)
+            why = give(fd, owner, group)
+            if why is not None:
+                shown = str(self.base.joinpath(*path_parts(vol.path)))
+                details["warnings"] = [not_applied(shown, Names().user(os.fstat(fd).st_uid),
+                                                   why)]
             self.state.put_volume(vol)
-            return Change(self.volume_entry(vol, fd, UserNames()))
+            self.state.set_pending_root(name, None if why is None else (owner, group))
+            return Change(self.volume_entry(vol, fd, Names()), details)
 
     def put_dir(self, parts: list[str], entry: Mapping[str, Any], must_exist: bool) -> Change:
         vname, user = parts
@@ -291,18 +281,14 @@ class DirectoryProvider(BuiltinProvider):
             fd = open_dir_at(root_fd, user, shown)
             try:
                 os.fchmod(fd, mode)
-                ids = owner_ids(owner)
-                if ids is not None:
-                    os.fchown(fd, *ids)
-                else:
-                    details["warnings"] = [
-                        f"user {owner!r} does not resolve to a uid on this host: {shown} is left "
-                        "owned by root; the intended owner is recorded (owner_applied: false)"
-                    ]
-                self.state.set_pending_owner(vname, user, None if ids else owner)
-                pending = {} if ids else {user: owner}
-                return Change(self.dir_entry(vol, user, os.fstat(fd), pending, UserNames()),
-                              details)
+                why = give(fd, owner)
+                names = Names()
+                if why is not None:
+                    left_with = names.user(os.fstat(fd).st_uid)
+                    details["warnings"] = [not_applied(shown, left_with, why)]
+                self.state.set_pending_owner(vname, user, None if why is None else owner)
+                pending = {} if why is None else {user: owner}
+                return Change(self.dir_entry(vol, user, os.fstat(fd), pending, names), details)
             finally:
                 os.close(fd)
 
@@ -388,6 +374,6 @@ class DirectoryProvider(BuiltinProvider):
                             skipped += 1
                 finally:
                     os.close(user_fd)
-            entry = self.volume_entry(vol, root_fd, UserNames())
+            entry = self.volume_entry(vol, root_fd, Names())
         return Change(entry, {"removed": sorted(removed)[:MAX_LISTED],
                               "removed_count": len(removed), "skipped_count": skipped})

@@ -76,7 +76,11 @@ def quota_command(params: Mapping[str, Any]) -> QuotaCommand | None:
     ):
         raise _invalid("quota_backend 'command' needs quota_command: a list of argv strings")
     for part in template:
-        for _, field_name, _, _ in string.Formatter().parse(part):
+        try:
+            fields = [name for _, name, _, _ in string.Formatter().parse(part)]
+        except ValueError as err:  # a lone '{' or '}'; write '{{' for a literal brace
+            raise _invalid(f"quota_command part {part!r} is not a template: {err}") from None
+        for field_name in fields:
             if field_name is not None and field_name not in FIELDS:
                 raise _invalid(
                     f"quota_command placeholder {{{field_name}}} is unknown; "

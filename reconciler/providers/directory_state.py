@@ -2,8 +2,9 @@
 
 The tree itself is the truth for volumes and user directories; this file only keeps
 what the tree cannot say: which volumes (path, retention) the provider manages, which
-user directories still wait for an owner that does not resolve to a uid here, and the
-quota limits it has set (the ``ledger`` quota backend *is* this table).
+volume roots and user directories still wait for an owner it could not give them
+(``directory_owners``), and the quota limits it has set (the ``ledger`` quota backend
+*is* this table).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ CREATE TABLE IF NOT EXISTS volumes (name TEXT PRIMARY KEY, path TEXT NOT NULL, r
 CREATE TABLE IF NOT EXISTS declared (volume TEXT PRIMARY KEY, doc TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS pending_owners (
     volume TEXT NOT NULL, user TEXT NOT NULL, owner TEXT NOT NULL, PRIMARY KEY (volume, user)
+);
+CREATE TABLE IF NOT EXISTS pending_roots (
+    volume TEXT PRIMARY KEY, owner TEXT NOT NULL, grp TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS quotas (
     volume TEXT NOT NULL, scope TEXT NOT NULL, subject TEXT NOT NULL, limit_bytes INTEGER NOT NULL,
@@ -78,6 +82,7 @@ class DirectoryState:
             db.execute("DELETE FROM volumes WHERE name = ?", (name,))
             db.execute("DELETE FROM declared WHERE volume = ?", (name,))
             db.execute("DELETE FROM pending_owners WHERE volume = ?", (name,))
+            db.execute("DELETE FROM pending_roots WHERE volume = ?", (name,))
             db.execute("DELETE FROM quotas WHERE volume = ?", (name,))
 
     def pending_owners(self, volume: str) -> dict[str, str]:
@@ -98,6 +103,24 @@ class DirectoryState:
                 db.execute(
                     "INSERT OR REPLACE INTO pending_owners (volume, user, owner) VALUES (?, ?, ?)",
                     (volume, user, owner),
+                )
+
+    def pending_root(self, volume: str) -> tuple[str, str] | None:
+        """(owner, group) a volume's root should have but could not be given yet."""
+        with self._store.read() as db:
+            row = db.execute(
+                "SELECT owner, grp FROM pending_roots WHERE volume = ?", (volume,)
+            ).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def set_pending_root(self, volume: str, owner: tuple[str, str] | None) -> None:
+        with self._store.write() as db:
+            if owner is None:
+                db.execute("DELETE FROM pending_roots WHERE volume = ?", (volume,))
+            else:
+                db.execute(
+                    "INSERT OR REPLACE INTO pending_roots (volume, owner, grp) VALUES (?, ?, ?)",
+                    (volume, *owner),
                 )
 
     def quotas(self) -> list[Quota]:

@@ -110,6 +110,9 @@ def _builtin(name: str, kind: str, params: Mapping[str, Any], workdir: Path) -> 
         raise named_error(name, err.code, f"cannot start: {err.message}") from None
     except (OSError, sqlite3.Error) as err:
         raise named_error(name, ErrorCode.UNAVAILABLE, f"cannot start: {err}") from None
+    except Exception as err:  # a provider bug: its entries become unknown, the plan goes on
+        detail = f"cannot start: {type(err).__name__}: {err}"
+        raise named_error(name, ErrorCode.INTERNAL, detail) from None
     return BuiltinTransport(name, provider)
 
 

@@ -4,6 +4,8 @@ For providers that are expensive to start (a cloud SDK, a license-server session
 Each request line carries an ``id`` that its reply line must echo; a reply that is not
 JSON or has the wrong id means the stream is out of step, so the process is killed and
 the next call starts a fresh one (restart on crash). Calls are serialized per transport.
+The timeout covers writing the request too: a provider that stops reading its input
+cannot block the caller on a full pipe.
 """
 
 from __future__ import annotations
@@ -63,13 +65,14 @@ class JsonLinesTransport:
         self._next_id += 1
         rid = self._next_id
         line = encode_request(request, {"id": rid}) + b"\n"
-        if not self._send(self._running(), line):
+        deadline = time.monotonic() + self.timeout
+        if not self._send(self._running(), line, deadline):
             # It died since the last call (crash): start a fresh one and send once more;
             # the dead one never read this request, so nothing can run twice.
             self._stop()
-            if not self._send(self._running(), line):
+            if not self._send(self._running(), line, deadline):
                 raise self._died("closed its input")
-        raw = self._read_line(time.monotonic() + self.timeout)
+        raw = self._read_line(deadline)
         try:
             doc = decode_document(self.name, raw)
         except ProviderError:
@@ -94,15 +97,27 @@ class JsonLinesTransport:
             self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
             self._stderr = stderr = open(self.stderr_path, "ab")  # noqa: SIM115 - lives with proc
         self._proc = spawn(self.name, self.command, stderr, self.cwd)
+        assert self._proc.stdin is not None
+        os.set_blocking(self._proc.stdin.fileno(), False)  # writes wait in _send, timed
         return self._proc
 
-    def _send(self, proc: subprocess.Popen[bytes], line: bytes) -> bool:
+    def _send(self, proc: subprocess.Popen[bytes], line: bytes, deadline: float) -> bool:
+        """Write the whole line before the deadline; False when the provider's input is closed."""
         assert proc.stdin is not None
-        try:
-            proc.stdin.write(line)
-            proc.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            return False
+        fd = proc.stdin.fileno()
+        view = memoryview(line)
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_WRITE)
+            while view:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    raise self._timed_out("did not read its request")
+                try:
+                    view = view[os.write(fd, view):]
+                except BlockingIOError:
+                    continue
+                except BrokenPipeError:
+                    return False
         return True
 
     def _read_line(self, deadline: float) -> bytes:
@@ -114,12 +129,7 @@ class JsonLinesTransport:
             while (end := self._buffer.find(b"\n")) < 0:
                 left = deadline - time.monotonic()
                 if left <= 0 or not sel.select(left):
-                    self._stop()
-                    raise named_error(
-                        self.name,
-                        ErrorCode.DEADLINE_EXCEEDED,
-                        f"did not answer within {self.timeout:g}s (killed; restarts on next call)",
-                    )
+                    raise self._timed_out("did not answer")
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     raise self._died("closed its output")
@@ -127,6 +137,11 @@ class JsonLinesTransport:
         line = bytes(self._buffer[:end])
         del self._buffer[: end + 1]
         return line
+
+    def _timed_out(self, what: str) -> ProviderError:
+        self._stop()
+        detail = f"{what} within {self.timeout:g}s (killed; restarts on next call)"
+        return named_error(self.name, ErrorCode.DEADLINE_EXCEEDED, detail)
 
     def _died(self, what: str) -> ProviderError:
         proc = self._proc

@@ -146,6 +146,8 @@ def main() -> None:
     args = ap.parse_args()
     sys.path.insert(0, args.root)
     notes = Notes(args.name, args.state, args.mode)
+    if args.mode == "deaf":  # never reads its input: a big request fills the pipe
+        time.sleep(30)
     if not args.jsonl:
         sys.stdout.write(reply_text(notes, notes.handle(json.loads(sys.stdin.read()))) + "\n")
         return

@@ -209,6 +209,11 @@ def test_capacity_and_a_stage_that_does_not_fit(tmp_path: Path) -> None:
         ("dataset-copy/../x@3@group/gpu", ErrorCode.INVALID_ARGUMENT),
         ("dataset-copy/imagenet@..@group/gpu", ErrorCode.INVALID_ARGUMENT),
         ("dataset-copy/imagenet", ErrorCode.INVALID_ARGUMENT),
+        ("dataset-copy/-rf@3@group/gpu", ErrorCode.INVALID_ARGUMENT),
+        ("dataset-copy/a\nb@3@group/gpu", ErrorCode.INVALID_ARGUMENT),
+        # named like the cache's own folders: a later stage's sweep would remove it
+        ("dataset-copy/.trash-imagenet@3@group/gpu", ErrorCode.INVALID_ARGUMENT),
+        ("dataset-copy/.staging-x@3@group/gpu", ErrorCode.INVALID_ARGUMENT),
         ("volume/imagenet", ErrorCode.INVALID_ARGUMENT),
     ],
 )

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import grp
 import json
 import os
+import pwd
+import shutil
 import stat
+import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +21,7 @@ import pytest
 from reconciler.protocol import ErrorCode, Reply
 from reconciler.providers.registry import open_provider
 from reconciler.transports import Transport
-from tests.providers.kit import OWNER, call, inventory, ok
+from tests.providers.kit import OWNER, REPO, call, inventory, ok
 
 DAY = 86400
 
@@ -72,20 +78,42 @@ def fingerprint(path: Path) -> list[tuple[str, int, int, int]]:
     return out
 
 
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+NOBODY = pwd.getpwnam("nobody")
+NOBODY_GROUP = grp.getgrgid(NOBODY.pw_gid).gr_name
+
+
+@ROOT_ONLY
 def test_volume_root_is_root_owned_with_the_spec_mode(site: Site) -> None:
+    os.chown(site.root, NOBODY.pw_uid, NOBODY.pw_gid)  # adopted from someone else
+    os.chmod(site.root, 0o777)
     site.put("volume/shared", verb="update", spec={"path": "/shared", "mode": "0751"})
     st = site.root.lstat()
-    assert stat.S_IMODE(st.st_mode) == 0o751 and st.st_uid == 0
+    assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o751, 0, 0)
     entry = inventory(site.t)["volume/shared"]
-    assert entry["spec"] == {"path": "/shared", "mode": "0751", "owner": "root", "retention": DAY}
+    assert entry["spec"] == {"path": "/shared", "mode": "0751", "owner": "root",
+                             "group": "root", "retention": DAY}
     assert entry["amount"] == os.statvfs(site.root).f_blocks * os.statvfs(site.root).f_frsize
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
+@ROOT_ONLY
+def test_volume_root_gets_the_owner_and_group_config_names(site: Site) -> None:
+    site.put("volume/shared", verb="update",
+             spec={"path": "/shared", "owner": "nobody", "group": "root"})
+    st = site.root.lstat()
+    assert (st.st_uid, st.st_gid) == (NOBODY.pw_uid, 0)
+    spec = inventory(site.t)["volume/shared"]["spec"]
+    assert (spec["owner"], spec["group"]) == ("nobody", "root")
+    os.chown(site.root, 0, NOBODY.pw_gid)  # an admin's chgrp is drift the plan sees
+    assert inventory(site.t)["volume/shared"]["spec"]["group"] == NOBODY_GROUP
+
+
+@ROOT_ONLY
 def test_user_dir_is_0700_and_owned_by_a_resolvable_user(site: Site) -> None:
     result = site.put("volume-dir/shared/nobody", spec={"owner": "nobody"})
     st = (site.root / "nobody").lstat()
-    assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == 65534
+    assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o700, NOBODY.pw_uid,
+                                                                NOBODY.pw_gid)
     assert "warnings" not in result
     assert inventory(site.t)["volume-dir/shared/nobody"]["spec"] == {
         "path": "/shared/nobody", "mode": "0700", "owner": "nobody"}
@@ -93,10 +121,62 @@ def test_user_dir_is_0700_and_owned_by_a_resolvable_user(site: Site) -> None:
 
 def test_unresolvable_owner_is_recorded_not_applied(site: Site) -> None:
     result = site.put("volume-dir/shared/zed-nouser")
-    assert "does not resolve to a uid" in result["warnings"][0]
+    assert "user 'zed-nouser' does not resolve to a uid" in result["warnings"][0]
     assert (site.root / "zed-nouser").lstat().st_uid == os.geteuid()
     spec = inventory(site.t)["volume-dir/shared/zed-nouser"]["spec"]
     assert spec["owner"] == "zed-nouser" and spec["owner_applied"] is False
+
+
+@pytest.fixture
+def new_user() -> Iterator[str]:
+    """A name that resolves only once the test adds it as a real system user."""
+    name = f"xce{os.getpid()}"
+    yield name
+    subprocess.run(["userdel", name], capture_output=True, check=False)
+
+
+@ROOT_ONLY
+@pytest.mark.skipif(shutil.which("useradd") is None, reason="needs useradd")
+def test_a_recorded_owner_is_applied_once_the_user_exists(site: Site, new_user: str) -> None:
+    entry_id = f"volume-dir/shared/{new_user}"
+    assert "warnings" in site.put(entry_id)
+    assert inventory(site.t)[entry_id]["spec"]["owner_applied"] is False
+    subprocess.run(["useradd", "--no-create-home", new_user], check=True, capture_output=True)
+    # The inventory now shows the real owner, so the plan updates the directory …
+    assert inventory(site.t)[entry_id]["spec"] == {
+        "path": f"/shared/{new_user}", "mode": "0700", "owner": "root"}
+    assert "warnings" not in site.put(entry_id, verb="update")
+    # … and the update gives it to the user.
+    assert (site.root / new_user).lstat().st_uid == pwd.getpwnam(new_user).pw_uid
+    assert inventory(site.t)[entry_id]["spec"]["owner"] == new_user
+
+
+def test_an_unprivileged_provider_records_every_owner_it_cannot_apply() -> None:
+    """As an ordinary user (root drops to nobody first): the example site runs anywhere."""
+    workdir = Path(tempfile.mkdtemp(prefix="xce-unprivileged-"))  # nobody can reach /tmp
+    try:
+        done = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("unprivileged.py")), str(REPO),
+             str(workdir)], capture_output=True, check=True, timeout=60)
+    finally:
+        shutil.rmtree(workdir)
+    out = json.loads(done.stdout)
+    assert out["uid"] != 0
+    for entry_id, reply in out["replies"].items():
+        assert reply["ok"], reply
+        [warning] = reply["result"]["warnings"]
+        assert "the intended owner is recorded (owner_applied: false)" in warning, entry_id
+    assert "may not give it to 'root'" in out["replies"]["volume/shared"]["result"]["warnings"][0]
+    specs = {e["id"]: e["spec"] for e in out["inventory"]["result"]["entries"]}
+    # What config asked for, so the next plan has nothing it could not fix anyway.
+    assert specs == {
+        "volume/shared": {"path": "/shared", "mode": "0751", "owner": "root", "group": "root",
+                          "owner_applied": False},
+        "volume-dir/shared/root": {"path": "/shared/root", "mode": "0700", "owner": "root",
+                                   "owner_applied": False},
+        "volume-dir/shared/zed-nouser": {"path": "/shared/zed-nouser", "mode": "0700",
+                                         "owner": "zed-nouser", "owner_applied": False},
+    }
 
 
 def test_symlink_planted_as_user_dir_is_refused_and_target_untouched(

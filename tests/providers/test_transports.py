@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
-from reconciler.providers.registry import open_provider
+from reconciler.providers.registry import BUILTINS, open_provider
 from reconciler.transports import BuiltinTransport, JsonLinesTransport
 from tests.providers.kit import call, notes_binding, ok
 
@@ -121,6 +121,28 @@ def test_jsonl_restarts_transparently_when_killed_between_calls(tmp_path: Path) 
     t.close()
 
 
+BIG = {"entry": {"id": "note/big", "spec": {"blob": "x" * 1_000_000}}}  # > a pipe's buffer
+
+
+def test_jsonl_sends_a_request_larger_than_a_pipe_buffer(tmp_path: Path) -> None:
+    t = jsonl(tmp_path)
+    assert ok(t, "create", op_id="big", epoch=1, params=BIG)["entry"]["id"] == "note/big"
+    t.close()
+
+
+def test_jsonl_provider_that_does_not_read_its_input_times_out(tmp_path: Path) -> None:
+    t = open_provider("deaf", notes_binding(tmp_path, "deaf", "jsonl", "deaf", timeout=0.7),
+                      tmp_path)
+    assert isinstance(t, JsonLinesTransport)
+    start = time.monotonic()
+    message = failed(call(t, "create", op_id="big", epoch=1, params=BIG),
+                     ErrorCode.DEADLINE_EXCEEDED)
+    assert time.monotonic() - start < 5
+    assert "provider 'deaf' did not read its request within 0.7s" in message
+    assert t.pid is None  # killed; a fresh process starts on the next call
+    t.close()
+
+
 def test_jsonl_reply_with_the_wrong_id_is_garbage_and_restarts(tmp_path: Path) -> None:
     t = jsonl(tmp_path, mode="wrong-id")
     message = failed(call(t, "info"), ErrorCode.INTERNAL)
@@ -143,6 +165,21 @@ def test_builtin_provider_bug_is_internal_and_named() -> None:
     assert message.startswith("provider 'buggy' failed: KeyError")
 
 
+class BrokenAtStart:
+    def __init__(self, name: str, params: object, workdir: Path) -> None:
+        raise TypeError("boom")
+
+
+def test_builtin_provider_that_fails_to_start_is_internal_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(BUILTINS, "directory", (__name__, "BrokenAtStart"))
+    with pytest.raises(ProviderError) as err:
+        open_provider("buggy", {"kind": "directory"}, tmp_path)
+    assert err.value.code is ErrorCode.INTERNAL
+    assert err.value.message == "provider 'buggy' cannot start: TypeError: boom"
+
+
 @pytest.mark.parametrize(
     ("binding", "fragment"),
     [
@@ -150,6 +187,8 @@ def test_builtin_provider_bug_is_internal_and_named() -> None:
         ({"kind": "exec"}, "needs 'command'"),
         ({"kind": "jsonl", "command": ["x"], "timeout": 0}, "positive 'timeout'"),
         ({"kind": "directory", "params": {"quota_backend": "magic"}}, "quota_backend"),
+        ({"kind": "directory", "params": {"quota_backend": "command",
+                                          "quota_command": ["setquota", "{"]}}, "not a template"),
         ({"kind": "dataset-copy", "params": {}}, "param location"),
     ],
 )

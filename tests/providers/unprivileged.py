@@ -1,0 +1,46 @@
+"""Run the directory provider as an ordinary user, as the example site does on a laptop.
+
+``python unprivileged.py REPO WORKDIR`` imports everything first, then (when started as
+root) hands WORKDIR to ``nobody`` and drops to that user for good, creates a volume and
+two user directories through the protocol and prints the replies and the inventory as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def main() -> None:
+    repo, workdir = sys.argv[1], Path(sys.argv[2])
+    sys.path.insert(0, repo)
+    from reconciler.protocol import Request
+    from reconciler.providers.registry import open_provider
+
+    t = open_provider("shared-fs", {"kind": "directory", "params": {}}, workdir)
+    if os.geteuid() == 0:  # every module is loaded: nothing needs root's files any more
+        for path in [workdir, *workdir.rglob("*")]:  # the user's own work folder
+            os.chown(path, 65534, 65534)
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+    replies = {}
+    entries: list[dict[str, Any]] = [
+        {"id": "volume/shared", "spec": {"path": "/shared", "mode": "0751"}},
+        {"id": "volume-dir/shared/root", "spec": {"owner": "root"}},  # resolves, not ours
+        {"id": "volume-dir/shared/zed-nouser"},  # does not resolve
+    ]
+    for i, entry in enumerate(entries):
+        reply = t.call(Request("create", op_id=f"op{i}", epoch=1, owner="site/test",
+                               params={"entry": entry}))
+        replies[entry["id"]] = reply.to_json()
+    inventory = t.call(Request("inventory")).to_json()
+    t.close()
+    json.dump({"uid": os.geteuid(), "replies": replies, "inventory": inventory}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
