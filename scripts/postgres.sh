@@ -25,13 +25,17 @@ say() { echo "postgres.sh: $*" >&2; }
 die() { say "error: $*"; exit 1; }
 
 find_bin() {
-    # the newest installed major version that has initdb
+    # the newest installed major version that has a server (a newer client alone has no initdb)
     local dir
-    dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
-    if [[ -n "$dir" && -x "$dir/initdb" ]]; then
-        echo "$dir"
-    elif command -v initdb >/dev/null 2>&1; then
-        dirname "$(command -v initdb)"
+    while read -r dir; do
+        if [[ -x "$dir/initdb" ]]; then
+            echo "$dir"
+            return 0
+        fi
+    done < <(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -rV)
+    if command -v initdb >/dev/null 2>&1; then
+        # the real folder (initdb may be a symlink), where pg_ctl, pg_isready and psql live too
+        dirname "$(readlink -f "$(command -v initdb)")"
     fi
 }
 
@@ -112,6 +116,8 @@ start() {
     mkdir -p "$DIR"
     chmod 700 "$DIR"
     [[ $(id -u) -ne 0 ]] || chown postgres: "$DIR"
+    as_owner test -w "$DIR" 2>/dev/null \
+        || die "the server's user cannot write $DIR (a parent folder is closed to it); set XCE_PG_DIR under /tmp"
     as_owner mkdir -p "$SOCK"
     as_owner "$bin/initdb" -D "$DATA" -U postgres --auth=trust -E UTF8 --no-locale \
         >"$DIR/initdb.log" 2>&1 || { cat "$DIR/initdb.log" >&2; die "initdb failed"; }

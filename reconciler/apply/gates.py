@@ -11,13 +11,13 @@ from collections.abc import Callable, Collection, Sequence
 
 from compiler.problems import Problem, Severity
 from reconciler.apply import codes
-from reconciler.plan_model import Action, Plan
+from reconciler.plan_model import DESTROY_VERBS, Action, Plan
 
 
 def gate(action: Action, *, allow_destroy: bool,
          protected: Callable[[str], bool]) -> tuple[str, str] | None:
     """``(code, why)`` when ``action`` must not run, else None."""
-    if not action.destructive:
+    if not (action.destructive or action.action in DESTROY_VERBS):  # the verb decides too
         return None
     if protected(action.entry):
         return codes.SKIP_PROTECTED, f"{action.entry} is protected (site.protected): it is " \

@@ -9,17 +9,15 @@ re-run after ``kill -9`` can finish the apply without waiting for the TTL.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from reconciler.state import Holder, Lock, LockHeld, LockLost, StateStore
+from reconciler.state.holder import pid_in_this_scope
 
 POLL_S = 0.2
-# holders are written "user@host:pid/token" (reconciler.state.holder)
-_PID = re.compile(r":(\d+)/[0-9a-f]+$")
 
 
 def lock_name(site: str) -> str:
@@ -34,11 +32,10 @@ class Taken:
 
 
 def dead_here(lock: Lock) -> bool:
-    """True when the holder ran on this host and its process no longer exists."""
-    match = _PID.search(lock.holder)
-    if match is None or lock.host != socket.gethostname():
+    """True when the holder ran on this host, among our pids, and its process is gone."""
+    pid = pid_in_this_scope(lock.holder)
+    if pid is None or lock.host != socket.gethostname():
         return False
-    pid = int(match.group(1))
     if pid == os.getpid():
         return False
     try:

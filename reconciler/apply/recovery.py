@@ -16,7 +16,7 @@ from reconciler.apply import codes
 from reconciler.plan_model import Action
 from reconciler.state import OpStatus, RunStatus, StateStore
 
-RECENT_RUNS = 50
+RECENT_RUNS = 50  # runs of the site looked at for ones left running (only the last can be)
 
 OpKey = tuple[str, str, str]  # (plan verb, entry id, provider)
 
@@ -50,14 +50,11 @@ class Recovery:
 def recover(store: StateStore, lock: str) -> Recovery:
     """Call only while holding ``lock``: then no other run of this site can be alive."""
     prefix = run_prefix(lock)
-    runs = [r for r in store.runs(limit=RECENT_RUNS)
-            if r.run_id.startswith(prefix) and r.status is not RunStatus.SUCCEEDED]
     in_doubt: dict[OpKey, str] = {}
-    for run in reversed(runs):  # oldest first: a newer run's op wins
-        for entry in store.journal(run_id=run.run_id):
-            if entry.status is OpStatus.RUNNING:
-                in_doubt[(entry.action, entry.entry_id, entry.provider)] = entry.op_id
-    interrupted = tuple(r.run_id for r in runs if r.status is RunStatus.RUNNING)
+    for entry in store.in_doubt(prefix):  # oldest run first: a newer run's op wins
+        in_doubt[(entry.action, entry.entry_id, entry.provider)] = entry.op_id
+    interrupted = tuple(r.run_id for r in store.runs(prefix=prefix, limit=RECENT_RUNS)
+                        if r.status is RunStatus.RUNNING)
     for run_id in interrupted:
         store.finish_run(run_id, RunStatus.INTERRUPTED)
     return Recovery(interrupted, in_doubt)

@@ -30,7 +30,7 @@ from reconciler.apply.recovery import Recovery, op_key, recover, run_prefix
 from reconciler.apply.report import ApplyReport, Outcome, Status
 from reconciler.apply.transports import Transports
 from reconciler.pipeline import Desired, gather, plan_for
-from reconciler.plan_model import Action, Plan
+from reconciler.plan_model import Plan
 from reconciler.planfile import SavedPlan, fingerprint
 from reconciler.planner.settings import read_settings
 from reconciler.state import Holder, LockLost, OpStatus, RunStatus, StateStore, current_holder
@@ -142,9 +142,10 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
     in_doubt = set(recovery.in_doubt.values())
     adopted = {op for op in op_ids.values() if op in in_doubt}
     todo = [a for a in plan.actions if op_ids[a.id] not in done]
-    if verify:
-        ours = {a.entry for a in plan.actions if op_ids[a.id] in adopted}
-        stale = _stale(run, plan, [a for a in todo if a.entry not in ours])
+    if verify and todo:
+        settled = done | adopted  # this plan's own changes: never stale
+        ours = {a.entry for a in plan.actions if op_ids[a.id] in settled}
+        stale = _stale(run, plan, ours)
         if stale:
             return _report(run, plan, None, stale=stale)
     run_id = f"{run_prefix(run.lock)}{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
@@ -189,14 +190,18 @@ def _settled(run: _Run, executor: Executor, outcome: Outcome) -> None:
                                  error=f"{outcome.code}: {outcome.message}")
 
 
-def _stale(run: _Run, plan: Plan, actions: Sequence[Action]) -> list[Problem]:
-    """Re-read the live entries ``actions`` touch; name those that changed since planning."""
-    providers = sorted({a.provider for a in actions if a.provider})
-    if not providers:
+def _stale(run: _Run, plan: Plan, ours: Collection[str]) -> list[Problem]:
+    """Re-read the entries the plan acted on or relied on, except those it changed itself
+    (``ours``); name those that changed since planning."""
+    then = plan.fingerprints
+    entries = [e for e in then if e not in ours]
+    if not entries:
         return []
-    live = gather(run.desired, run.workdir, only=providers)
-    run.notices.extend(p for p in live.problems if p.subject in providers)
     bound = run.desired.bindings.get("providers") or {}
+    only = _holders(run, plan, entries)
+    providers = sorted(bound) if only is None else only
+    live = gather(run.desired, run.workdir, only=only)
+    run.notices.extend(p for p in live.problems if p.subject in providers)
     unknown = {p: live.supply.unknown.get(p, "it is not bound in this site")
                for p in providers if p in live.supply.unknown or p not in bound}
     if unknown:
@@ -204,10 +209,22 @@ def _stale(run: _Run, plan: Plan, actions: Sequence[Action]) -> list[Problem]:
             codes.CANNOT_VERIFY, f"provider '{p}' did not report its inventory ({why}), so "
             "the plan cannot be checked against the live map", p) for p, why in unknown.items()])
     now = live.supply.entries
-    then = plan.fingerprints
-    changed = sorted({a.entry for a in actions
-                      if a.entry in then and fingerprint(now.get(a.entry)) != then[a.entry]})
-    return _stale_problems(changed)
+    return _stale_problems(sorted(e for e in entries if fingerprint(now.get(e)) != then[e]))
+
+
+def _holders(run: _Run, plan: Plan, entries: Collection[str]) -> list[str] | None:
+    """The providers that hold ``entries``, or None (ask them all) when one is not known: an
+    entry the plan only relied on (an instance's host) need not be in the desired map."""
+    acted = {a.entry: a.provider for a in plan.actions}
+    desired = run.desired.supply.entries
+    found: set[str] = set()
+    for entry_id in entries:
+        provider = acted.get(entry_id) or (desired[entry_id].provider
+                                           if entry_id in desired else None)
+        if not provider:
+            return None
+        found.add(provider)
+    return sorted(found)
 
 
 def _stale_problems(changed: Sequence[str]) -> list[Problem]:

@@ -8,6 +8,7 @@ everything applied, 1 on an error or a failed action, 3 when the saved plan is s
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -44,6 +45,22 @@ def _positive(text: str) -> int:
     return value
 
 
+def seconds(text: str) -> float:
+    """A finite number of seconds, not negative (argparse names it in its message)."""
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(text)
+    return value
+
+
+def lease(text: str) -> float:
+    """A lease of 0 s would be expired when taken, and renewed in a busy loop."""
+    value = seconds(text)
+    if value == 0:
+        raise ValueError(text)
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("what", nargs="?", type=Path, metavar="PLANFILE|SITE_DIR",
@@ -60,9 +77,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--state", metavar="PATH|URL", help="state store: a file, sqlite:///path or "
                    "postgresql://user@host/db (default: $XCE_STATE_URL, else "
                    f"<workdir>/{STATE_FILE})")
-    p.add_argument("--lock-timeout", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--lock-timeout", type=seconds, default=0.0, metavar="SECONDS",
                    help="wait this long for another apply to finish (default: fail at once)")
-    p.add_argument("--lock-ttl", type=float, default=60.0, metavar="SECONDS",
+    p.add_argument("--lock-ttl", type=lease, default=60.0, metavar="SECONDS",
                    help="lease of the lock, renewed while the apply runs; a runner that dies "
                    "frees it after this long (default: 60)")
     p.add_argument("--allow-destroy", action="store_true",
@@ -71,7 +88,7 @@ def parser() -> argparse.ArgumentParser:
                    help="concurrent calls per provider (default: 4)")
     p.add_argument("--retries", type=int, default=3, metavar="N",
                    help="retries of a call that failed with a retryable error (default: 3)")
-    p.add_argument("--retry-delay", type=float, default=0.5, metavar="SECONDS",
+    p.add_argument("--retry-delay", type=seconds, default=0.5, metavar="SECONDS",
                    help="first backoff delay, doubled per retry (default: 0.5)")
     p.add_argument("--format", choices=FORMATS, default="text", help="format of the report")
     p.add_argument("--target", dest="targets", action="append", default=[],
@@ -111,7 +128,7 @@ def _body(argv: list[str] | None) -> int:
     options = ApplyOptions(
         allow_destroy=args.allow_destroy, lock_timeout=args.lock_timeout,
         lock_ttl=args.lock_ttl, parallelism=args.parallelism,
-        retry=RetryPolicy(retries=max(0, args.retries), delay=max(0.0, args.retry_delay)),
+        retry=RetryPolicy(retries=max(0, args.retries), delay=args.retry_delay),
     )
     with open_store(args.state, workdir / STATE_FILE) as store:
         report = apply(desired, source, store, workdir, options, sink_for(sys.stderr))

@@ -38,6 +38,9 @@ _RUN_COLUMNS = "run_id, plan_digest, holder, started, finished, status"
 _JOURNAL_COLUMNS = (
     "op_id, run_id, action, entry_id, provider, status, attempts, error, started, finished, result"
 )
+_JOURNAL_J = ", ".join(f"j.{c.strip()}" for c in _JOURNAL_COLUMNS.split(","))
+# a string prefix test both databases run alike (LIKE would treat '_' and '%' in it as patterns)
+_STARTS_WITH = "substr({column}, 1, ?) = ?"
 
 
 class SqlStore:
@@ -219,11 +222,21 @@ class SqlStore:
             rows = self._query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", run_id)
         return _to_run(rows[0]) if rows else None
 
-    def runs(self, plan_digest: str | None = None, limit: int = 20) -> list[Run]:
-        where, params = ("WHERE plan_digest = ?", (plan_digest,)) if plan_digest else ("", ())
+    def runs(
+        self, plan_digest: str | None = None, limit: int = 20, *, prefix: str | None = None
+    ) -> list[Run]:
+        where: list[str] = []
+        params: list[Any] = []
+        if plan_digest:
+            where.append("plan_digest = ?")
+            params.append(plan_digest)
+        if prefix:
+            where.append(_STARTS_WITH.format(column="run_id"))
+            params += [len(prefix), prefix]
+        condition = f"WHERE {' AND '.join(where)} " if where else ""
         with self._transaction(write=False):
             rows = self._query(
-                f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY started DESC, run_id LIMIT ?",
+                f"SELECT {_RUN_COLUMNS} FROM runs {condition}ORDER BY started DESC, run_id LIMIT ?",
                 *params,
                 limit,
             )
@@ -266,7 +279,9 @@ class SqlStore:
                 op.provider,
                 now,
             )
-            return self._entry(op.op_id)
+            entry = self._entry(op.op_id)
+        assert entry is not None  # inserted or kept in this very transaction
+        return entry
 
     def journal_finish(
         self,
@@ -280,33 +295,47 @@ class SqlStore:
             raise ValueError(f"journal_finish needs a final status, not {status.value!r}")
         encoded = None if result is None else dumps_compact(result).decode()
         with self._write() as now:
-            if not self._execute(
+            # a done op stays done: a late finish (a superseded runner's failed call) must not
+            # turn it back into work, nor erase the result of the call that did it
+            self._execute(
                 "UPDATE journal SET status = ?, error = ?, result = ?, finished = ? "
-                "WHERE op_id = ?",
+                "WHERE op_id = ? AND status <> 'done'",
                 status.value,
                 error,
                 encoded,
                 now,
                 op_id,
-            ):
-                raise LookupError(f"no operation {op_id!r} in the journal")
-            return self._entry(op_id)
+            )
+            entry = self._entry(op_id)
+        if entry is None:
+            raise LookupError(f"no operation {op_id!r} in the journal")
+        return entry
 
     def journal(
         self, *, run_id: str | None = None, plan_digest: str | None = None
     ) -> list[JournalEntry]:
         if (run_id is None) == (plan_digest is None):
             raise ValueError("journal() needs exactly one of run_id and plan_digest")
-        columns = ", ".join(f"j.{c.strip()}" for c in _JOURNAL_COLUMNS.split(","))
         if run_id is not None:
-            sql = f"SELECT {columns} FROM journal j WHERE j.run_id = ?"
+            sql = f"SELECT {_JOURNAL_J} FROM journal j WHERE j.run_id = ?"
         else:
             sql = (
-                f"SELECT {columns} FROM journal j JOIN runs r ON r.run_id = j.run_id "
+                f"SELECT {_JOURNAL_J} FROM journal j JOIN runs r ON r.run_id = j.run_id "
                 "WHERE r.plan_digest = ?"
             )
         with self._transaction(write=False):
             rows = self._query(sql + " ORDER BY j.op_id", run_id or plan_digest)
+        return [_to_entry(row) for row in rows]
+
+    def in_doubt(self, run_prefix: str) -> list[JournalEntry]:
+        with self._transaction(write=False):
+            rows = self._query(
+                f"SELECT {_JOURNAL_J} FROM journal j JOIN runs r ON r.run_id = j.run_id "
+                f"WHERE j.status = 'running' AND {_STARTS_WITH.format(column='r.run_id')} "
+                "ORDER BY r.started, j.op_id",
+                len(run_prefix),
+                run_prefix,
+            )
         return [_to_entry(row) for row in rows]
 
     def done_op_ids(self, plan_digest: str) -> frozenset[str]:
@@ -318,9 +347,9 @@ class SqlStore:
             )
         return frozenset(row[0] for row in rows)
 
-    def _entry(self, op_id: str) -> JournalEntry:
+    def _entry(self, op_id: str) -> JournalEntry | None:
         rows = self._query(f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE op_id = ?", op_id)
-        return _to_entry(rows[0])
+        return _to_entry(rows[0]) if rows else None
 
     # -- site history ------------------------------------------------------------------
 

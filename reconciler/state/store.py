@@ -153,8 +153,11 @@ class StateStore(Protocol):
 
     def get_run(self, run_id: str) -> Run | None: ...
 
-    def runs(self, plan_digest: str | None = None, limit: int = 20) -> list[Run]:
-        """Most recent runs first, optionally only those of one plan."""
+    def runs(
+        self, plan_digest: str | None = None, limit: int = 20, *, prefix: str | None = None
+    ) -> list[Run]:
+        """Most recent runs first, optionally only those of one plan, or whose run_id
+        starts with ``prefix`` (one site's, in a store that several sites share)."""
         ...
 
     def journal_add(self, run_id: str, ops: Iterable[PlannedOp]) -> None:
@@ -173,13 +176,22 @@ class StateStore(Protocol):
         error: str | None = None,
         result: Mapping[str, Any] | None = None,
     ) -> JournalEntry:
-        """Record the outcome of a call: done, failed or skipped."""
+        """Record the outcome of a call: done, failed or skipped; return the row as stored.
+
+        A done op stays done (its result kept): a late outcome of the same op from a
+        runner that was superseded cannot undo it.
+        """
         ...
 
     def journal(
         self, *, run_id: str | None = None, plan_digest: str | None = None
     ) -> list[JournalEntry]:
         """The journal of one run or of every run of one plan, ordered by op_id."""
+        ...
+
+    def in_doubt(self, run_prefix: str) -> list[JournalEntry]:
+        """Ops still ``running`` in runs whose run_id starts with ``run_prefix``, oldest run
+        first: their runner died (or was fenced off) during the call."""
         ...
 
     def done_op_ids(self, plan_digest: str) -> frozenset[str]:

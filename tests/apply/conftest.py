@@ -97,9 +97,14 @@ class Site:
         self.home.mkdir(parents=True, exist_ok=True)
         self.configure(delay=delay)
 
-    def configure(self, *, delay: float = 0.0, slow: dict[str, float] | None = None) -> None:
-        doc = {"delay": delay, "slow": slow or {}}
+    def configure(self, *, delay: float = 0.0, slow: dict[str, float] | None = None,
+                  hold: Sequence[str] = ()) -> None:
+        """Per-call delays; calls for ``hold`` entries wait until ``let_go()``."""
+        doc = {"delay": delay, "slow": slow or {}, "hold": list(hold)}
         (self.home / "config.json").write_text(orjson.dumps(doc).decode())
+
+    def let_go(self) -> None:
+        (self.home / "go").touch()
 
     def fault(self, entry: str, code: str, times: int) -> None:
         """Make the next ``times`` calls for ``entry`` fail with ``code``."""
@@ -128,10 +133,10 @@ class Site:
         """Entry ids of every mutating call the provider received, repeats included."""
         return self._log("calls.log", 4)
 
-    def call_times(self) -> list[tuple[float, int]]:
-        path = self.home / "calls.log"
-        lines = path.read_text().splitlines() if path.exists() else []
-        return [(float(line.split()[0]), int(line.split()[1])) for line in lines]
+    def call_ops(self, entry: str) -> list[str]:
+        """The op_ids of the mutating calls for ``entry``, in order."""
+        return [op for op, called in zip(self._log("calls.log", 2), self.calls(), strict=True)
+                if called == entry]
 
     def _log(self, name: str, column: int) -> list[str]:
         path = self.home / name

@@ -6,7 +6,8 @@ STATE_DIR holds ``state.json`` (entries, applied op_ids, highest epoch), ``fault
 ``executed.log`` gets one line per *effective* change (a repeated op_id is not one),
 ``calls.log`` one line per mutating call received. ``delay`` (seconds) in ``config.json``
 is slept per mutating call before the change, outside the lock, so calls overlap;
-``slow`` maps entry ids to their own delay.
+``slow`` maps entry ids to their own delay; calls for an entry listed in ``hold`` then wait
+until the file ``go`` exists (a test decides when a call in flight completes).
 Standard library only: it runs as its own process like a real provider would.
 """
 
@@ -74,6 +75,11 @@ def handle(home: Path, req: dict[str, Any]) -> dict[str, Any]:
     _log(home / "calls.log", f"{time.time():.4f} {os.getpid()} {req['op_id']} {verb} {entry_id}")
     config = _read(home / "config.json", {})
     time.sleep(float(config.get("slow", {}).get(entry_id, config.get("delay", 0))))
+    held_until = time.monotonic() + 60
+    while entry_id in config.get("hold", ()) and not (home / "go").exists():
+        if time.monotonic() > held_until:
+            return _fail("DEADLINE_EXCEEDED", f"{entry_id} was held and never let go")
+        time.sleep(0.01)
     with open(home / ".lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         state = _read(home / "state.json", {"entries": {}, "ops": {}, "epoch": 0, "gen": 0})

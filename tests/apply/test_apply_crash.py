@@ -63,8 +63,7 @@ def kill_when(site: Site, proc: subprocess.Popen[str], done: int, digest: str | 
     raise AssertionError("the apply never reached the kill point")
 
 
-def finish(site: Site, *args: str) -> dict[str, object]:
-    proc = xce_apply(site, *args)
+def finish(proc: subprocess.Popen[str]) -> dict[str, object]:
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "XCE826" in err  # took over the dead runner's lock without waiting for its lease
@@ -83,7 +82,7 @@ def test_killed_plan_apply_finishes_exactly_the_remainder(site: Site, done_befor
     in_doubt = kill_when(site, xce_apply(site, str(plan_file)), done_before_kill, digest,
                          in_call=in_call)
 
-    report = finish(site, str(plan_file))
+    report = finish(xce_apply(site, str(plan_file)))
     counts = report["counts"]
     assert isinstance(counts, dict)
     assert counts["already-done"] >= done_before_kill
@@ -117,14 +116,23 @@ def test_killed_auto_approve_finishes_with_a_new_plan(site: Site,
     """
     site.write(volume_site(volumes=2, users=3), delay=DELAY)
     in_flight = "volume-dir/v1/u01"  # the third action: after both volumes
-    site.configure(delay=DELAY, slow={in_flight: 0.2 if orphan_done_first else 1.0})
+    site.configure(delay=DELAY, hold=[] if orphan_done_first else [in_flight])
     entries = Counter(a.entry for a in site.plan().actions)
     in_doubt = kill_when(site, xce_apply(site, "--auto-approve"), 2, None)
     if orphan_done_first:
         while in_flight not in site.executed():
             time.sleep(0.01)
+        rerun = xce_apply(site, "--auto-approve")
+    else:  # the orphaned call completes only once the re-run has sent the op again
+        rerun = xce_apply(site, "--auto-approve")
+        deadline = time.monotonic() + 30
+        while site.calls().count(in_flight) < 2:
+            assert time.monotonic() < deadline and rerun.poll() is None, rerun.communicate()
+            time.sleep(0.01)
+        assert in_flight not in site.executed()
+        site.let_go()
 
-    report = finish(site, "--auto-approve")
+    report = finish(rerun)
     assert report["result"] == "applied"
     assert Counter(site.executed()) == entries  # each change once, none missing
     assert site.plan().actions == ()
@@ -139,3 +147,4 @@ def test_killed_auto_approve_finishes_with_a_new_plan(site: Site,
         else:  # adopted by the new run under the same op_id, and deduplicated
             assert (op.status, op.run_id, op.attempts) == (OpStatus.DONE, runs[0].run_id, 2)
             assert site.calls().count(in_flight) == 2
+            assert site.call_ops(in_flight) == [in_doubt, in_doubt]

@@ -3,6 +3,8 @@ whose epoch is older than one a provider has seen is fenced off."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from compiler.supply_map import Entry
@@ -61,6 +63,18 @@ def test_protected_entries_and_their_dependents_are_never_destroyed(site: Site) 
     assert by_entry["storage-pool/spare"].status is Status.DONE
     assert report.exit_code == 0
     assert sorted(site.executed()) == ["storage-pool/spare", "volume/v1"]
+
+
+def test_a_destroying_verb_is_gated_whatever_the_plan_file_says(site: Site) -> None:
+    """A plan file is checked for integrity, not authorship: its ``destructive`` flag alone
+    does not decide."""
+    _site_with_leftovers(site)
+    plan = site.plan()
+    unflagged = replace(plan, actions=tuple(replace(a, destructive=False) for a in plan.actions))
+    report = site.apply(unflagged)
+    assert {o.action.entry: o.code for o in report.outcomes if o.status is Status.SKIPPED} == {
+        "storage-pool/old": "XCE830", COUNTER: "XCE830", "storage-pool/spare": "XCE830"}
+    assert site.executed() == ["volume/v1"]
 
 
 def test_a_plan_saved_with_destroy_permission_destroys(site: Site) -> None:

@@ -17,6 +17,7 @@ from reconciler.apply.locking import lock_name
 from reconciler.cli import apply as apply_cli
 from reconciler.cli import lock as lock_cli
 from reconciler.state import Holder, Lock
+from reconciler.state.holder import process_scope
 from tests.apply.conftest import Site, volume_site
 
 LOCK = lock_name("test")
@@ -73,7 +74,7 @@ def test_lock_of_a_dead_process_on_this_host_is_taken_over(site: Site) -> None:
     site.write(volume_site(volumes=1, users=0))
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
-    gone = Holder(f"ci@{socket.gethostname()}:{dead.stdout.strip()}/0a1b2c",
+    gone = Holder(f"ci@{socket.gethostname()}:{dead.stdout.strip()}/{process_scope()}0a1b2c",
                   socket.gethostname())
     with site.store() as store:
         store.acquire(LOCK, gone, ttl=600)
@@ -146,13 +147,18 @@ def test_xce_lock_list_and_release(site: Site, capsys: pytest.CaptureFixture[str
 
 def test_lock_state_of_a_dead_holder_here() -> None:
     now = datetime.now(UTC)
-    here = socket.gethostname()
-    alive = lock_cli.state_of(_lock(f"me@{here}:{os.getppid()}/aaaaaa", here), now)
+    here, scope = socket.gethostname(), process_scope()
+    alive = lock_cli.state_of(_lock(f"me@{here}:{os.getppid()}/{scope}aaaaaa", here), now)
     assert alive == "held"
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    assert lock_cli.state_of(_lock(f"me@{here}:{dead}/aaaaaa", here), now) == "dead"
-    assert lock_cli.state_of(_lock(f"me@elsewhere:{dead}/aaaaaa", "elsewhere"), now) == "held"
+    assert lock_cli.state_of(_lock(f"me@{here}:{dead}/{scope}aaaaaa", here), now) == "dead"
+    elsewhere = _lock(f"me@elsewhere:{dead}/{scope}aaaaaa", "elsewhere")
+    assert lock_cli.state_of(elsewhere, now) == "held"
+    # same host name, other pid namespace (a container with host networking): its pids
+    # are not ours to check
+    container = ("0" if scope[0] != "0" else "1") + scope[1:]
+    assert lock_cli.state_of(_lock(f"me@{here}:{dead}/{container}aaaaaa", here), now) == "held"
 
 
 def _lock(holder: str, host: str) -> Lock:

@@ -11,7 +11,9 @@ import pytest
 from compiler.problems import Problem, UserError
 from reconciler.apply import FreshPlan, Status
 from reconciler.cli import apply as apply_cli
+from reconciler.pipeline import gather
 from reconciler.plan_model import Plan
+from reconciler.planfile import fingerprint
 from tests.apply.conftest import Site, user_dir, volume, volume_site
 
 
@@ -30,6 +32,32 @@ def test_stale_plan_exits_3_naming_the_changed_entries(site: Site,
     doc = json.loads(capsys.readouterr().out)
     assert (doc["result"], doc["exit_code"]) == ("stale", 3)
     assert [p["subject"] for p in doc["stale"]] == ["volume/v2"]
+
+
+def test_entries_the_plan_relied_on_are_checked_too(site: Site,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """An action may rest on other entries' live state (an instance is released because its
+    host never joined): the plan fingerprints them, and a change to one makes the plan stale,
+    whether the desired map names its provider (volume/v2) or not (volume/v9)."""
+    site.write(volume_site(volumes=2, users=0))
+    site.seed([volume("v2")])
+    plan = site.plan()
+    assert [a.entry for a in plan.actions] == ["volume/v1"]
+
+    def relying(plan: Plan) -> Plan:
+        live = gather(site.desired(), site.workdir).supply.entries
+        relied = {e: fingerprint(live.get(e)) for e in ("volume/v2", "volume/v9")}
+        return replace(plan, fingerprints={**plan.fingerprints, **relied})
+
+    plan_file = site.save(relying(plan))
+    site.seed([volume("v2", path="/elsewhere"), volume("v9")])
+    assert apply_cli.main(site.cli_args(str(plan_file), "--format", "json")) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert [p["subject"] for p in doc["stale"]] == ["volume/v2", "volume/v9"]
+    assert site.calls() == []
+    # made again against this live map (v2 back to its path, v9 left alone), it applies
+    assert apply_cli.main(site.cli_args(str(site.save(relying(site.plan()))))) == 0
+    assert sorted(site.executed()) == ["volume/v1", "volume/v2"]
 
 
 def test_plan_for_another_config_is_stale(site: Site,
@@ -115,3 +143,9 @@ def test_usage_mistakes_are_errors_not_tracebacks(site: Site,
     assert "XCE760" in capsys.readouterr().err
     assert apply_cli.main(["--parallelism", "0"]) == 1
     assert "XCE820" in capsys.readouterr().err
+    # a lease of 0 s (or less) is expired when taken; inf and nan are no durations
+    for option, value in [("--lock-ttl", "0"), ("--lock-ttl", "-5"), ("--lock-ttl", "inf"),
+                          ("--lock-timeout", "nan"), ("--retry-delay", "-1")]:
+        assert apply_cli.main([str(plan_file), option, value]) == 1, (option, value)
+        assert f"argument {option}: invalid" in capsys.readouterr().err
+    assert site.calls() == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler.state import OpStatus, PlannedOp, RunStatus, StateStore
+from tests.state.targets import Target
 
 PLAN = "sha256:" + "a" * 64
 OTHER_PLAN = "sha256:" + "b" * 64
@@ -94,6 +95,48 @@ def test_resume_skips_done_ops_and_retries_the_rest(store: StateStore) -> None:
     assert (retry.status, retry.attempts, retry.error) == (OpStatus.RUNNING, 2, None)
     store.journal_finish("op-b", OpStatus.DONE)
     assert store.done_op_ids(PLAN) == {"op-a", "op-b"}
+
+
+def test_a_done_op_stays_done(target: Target) -> None:
+    """A superseded runner's late outcome cannot undo a done op (the next run would redo it)."""
+    with target.open() as old_runner, target.open() as new_runner:
+        old_runner.start_run("r1", PLAN, "h1")
+        old_runner.journal_start("r1", op("alice"))  # r1's call is in flight; r1 stalls
+        new_runner.start_run("r2", PLAN, "h2")
+        new_runner.journal_start("r2", op("alice"))  # r2 took over and sends it again
+        done = new_runner.journal_finish("op-alice", OpStatus.DONE, result={"entry": {"n": 1}})
+        for late in (OpStatus.FAILED, OpStatus.SKIPPED, OpStatus.DONE):
+            kept = old_runner.journal_finish("op-alice", late, error="DEADLINE_EXCEEDED: late")
+            assert kept == done
+    with target.open() as store:
+        assert store.journal(plan_digest=PLAN) == [done]
+        assert (done.run_id, done.attempts, done.error) == ("r2", 2, None)
+        assert store.done_op_ids(PLAN) == {"op-alice"}
+
+
+def test_runs_and_ops_in_doubt_of_one_site(store: StateStore) -> None:
+    """Sites sharing a store find their own runs however many other runs came since; a
+    prefix is matched literally ('_' is no wildcard)."""
+    store.start_run("apply/east@1", PLAN, "h")
+    store.journal_start("apply/east@1", op("z"))  # its runner died during this call
+    store.journal_start("apply/east@1", op("y"))
+    store.journal_finish("op-y", OpStatus.DONE)
+    for n in range(30):
+        store.start_run(f"apply/west@{n}", OTHER_PLAN, "h")
+    store.start_run("apply/e_st@1", OTHER_PLAN, "h")
+    store.journal_start("apply/e_st@1", op("c"))
+    store.start_run("apply/east@2", PLAN, "h")
+    store.journal_start("apply/east@2", op("a"))
+
+    assert [r.run_id for r in store.runs(prefix="apply/east@", limit=5)] == [
+        "apply/east@2",
+        "apply/east@1",
+    ]
+    assert [r.run_id for r in store.runs(OTHER_PLAN, prefix="apply/e_st@")] == ["apply/e_st@1"]
+    # oldest run first, so that a newer run's op for the same action wins
+    assert [e.op_id for e in store.in_doubt("apply/east@")] == ["op-z", "op-a"]
+    assert [e.op_id for e in store.in_doubt("apply/e_st@")] == ["op-c"]
+    assert store.in_doubt("apply/north@") == []
 
 
 def test_journal_query_needs_exactly_one_key(store: StateStore) -> None:

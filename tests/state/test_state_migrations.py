@@ -16,6 +16,7 @@ from reconciler.state.migrations import VERSION_TABLE, latest_version, migration
 from tests.state.targets import Target
 
 FORK = multiprocessing.get_context("fork")
+LATEST = 3
 
 
 def build_version_1(target: Target) -> None:
@@ -42,7 +43,7 @@ def test_both_backends_have_the_same_versions() -> None:
     assert [m.version for m in migrations("sqlite")] == [
         m.version for m in migrations("postgresql")
     ]
-    assert latest_version("sqlite") == latest_version("postgresql") == 2
+    assert latest_version("sqlite") == latest_version("postgresql") == LATEST
 
 
 def test_released_migrations_never_change(snapshot: SnapshotAssertion) -> None:
@@ -65,17 +66,17 @@ def test_split_drops_comments_and_empty_statements() -> None:
 
 def test_new_store_gets_every_version_once(target: Target) -> None:
     with target.open() as store:
-        assert store.schema_version() == 2
+        assert store.schema_version() == LATEST
     with target.open() as store:  # reopening migrates nothing
-        assert store.schema_version() == 2
+        assert store.schema_version() == LATEST
     rows = target.raw("SELECT version FROM schema_version ORDER BY version")
-    assert [r[0] for r in rows] == [1, 2]
+    assert [r[0] for r in rows] == [1, 2, 3]
 
 
 def test_version_1_store_is_migrated_in_place(target: Target) -> None:
     build_version_1(target)
     with target.open() as store:
-        assert store.schema_version() == 2
+        assert store.schema_version() == LATEST
         # the old rows are intact and still mean the same
         lock = store.get_lock("apply/east")
         assert lock is not None and (lock.holder, lock.job_id) == ("old-runner", "77")
@@ -87,6 +88,7 @@ def test_version_1_store_is_migrated_in_place(target: Target) -> None:
         assert store.get_applied("east") is not None
         store.record_drift("east", {"missing": 1})
         assert len(store.drift_history("east")) == 1
+        assert store.in_doubt("r") == []  # the done op is not in doubt
 
 
 def test_store_newer_than_the_code_is_refused(target: Target, snapshot: SnapshotAssertion) -> None:
@@ -97,7 +99,7 @@ def test_store_newer_than_the_code_is_refused(target: Target, snapshot: Snapshot
         target.open()
     assert caught.value.code == "XCE803"
     text = render_text(caught.value.problems).replace(label, "<store>")
-    assert "version 7" in text and "supports (2)" in text
+    assert "version 7" in text and f"supports ({LATEST})" in text
     assert text == snapshot
     # refusing changed nothing
     rows = target.raw("SELECT max(version) FROM schema_version")
@@ -147,6 +149,6 @@ def test_runners_opening_a_new_store_at_once_migrate_it_once(target: Target) -> 
     outcomes = [results.get(timeout=60) for _ in range(processes)]
     for worker in workers:
         worker.join(timeout=30)
-    assert outcomes == [2] * processes
+    assert outcomes == [LATEST] * processes
     rows = target.raw("SELECT version FROM schema_version ORDER BY version")
-    assert [r[0] for r in rows] == [1, 2]
+    assert [r[0] for r in rows] == list(range(1, LATEST + 1))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +26,8 @@ from reconciler.state import (
     redact,
 )
 from reconciler.state.errors import bad_url
+from reconciler.state.holder import pid_in_this_scope, process_scope
+from reconciler.state.migrations import latest_version
 from reconciler.state.urls import PostgresTarget, SqliteTarget, parse_target
 from tests.state.targets import pg_base_url, with_options
 
@@ -98,6 +102,31 @@ def test_sqlite_store_is_created_with_its_folder_in_wal_mode(tmp_path: Path) -> 
     assert path.with_name("state.db-wal").exists() or path.read_bytes()[18:20] == b"\x02\x02"
 
 
+def _open_new_file(path: Path, barrier: Any, results: Any) -> None:
+    barrier.wait(timeout=30)
+    try:
+        with open_store(str(path), path, env={}) as store:
+            results.put(store.schema_version())
+    except StateError as err:
+        results.put(str(err))
+
+
+def test_runners_opening_one_new_sqlite_file_at_once_all_open_it(tmp_path: Path) -> None:
+    """Switching a new file to WAL does not wait for the busy timeout by itself: without a
+    retry about one round in five had a runner fail with "database is locked"."""
+    fork = multiprocessing.get_context("fork")
+    for n in range(20):
+        barrier, results = fork.Barrier(4), fork.Queue()
+        workers = [fork.Process(target=_open_new_file,
+                                args=(tmp_path / f"{n}.db", barrier, results)) for _ in range(4)]
+        for worker in workers:
+            worker.start()
+        outcomes = [results.get(timeout=60) for _ in workers]
+        for worker in workers:
+            worker.join(timeout=30)
+        assert outcomes == [latest_version("sqlite")] * 4
+
+
 def test_sqlite_file_that_is_not_a_database(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("these are my notes, not a database\n" * 50)
@@ -164,6 +193,17 @@ def test_holder_names_the_ci_job() -> None:
     assert (gitlab.job_id, github.job_id, local.job_id) == ("123", "9", None)
     assert gitlab.name != current_holder({}).name  # unique per runner, even in one process
     assert f"@{local.host}:" in local.name
+
+
+def test_a_holders_pid_counts_only_in_its_own_pid_namespace() -> None:
+    """Containers sharing a host name have pids of their own: another one's pid 7 says
+    nothing about our pid 7."""
+    me = current_holder({})
+    assert pid_in_this_scope(me.name) == os.getpid()
+    assert me.name.split("/")[-1].startswith(process_scope())
+    other_namespace = ("0" if process_scope()[0] != "0" else "1") + process_scope()[1:]
+    assert pid_in_this_scope(f"ci@{me.host}:7/{other_namespace}a1b2c3") is None
+    assert pid_in_this_scope(f"ci@{me.host}:7/a1b2c3") is None  # no scope: never trusted
 
 
 def _at(hour: int) -> datetime:
