@@ -47,6 +47,7 @@ class CallContext:
     transports: Transports
     retry: RetryPolicy
     check_lease: Callable[[], None]  # raises LockLost / StateError once the lease is gone
+    destroy: bool = False  # the run may destroy: deletes may remove data
 
 
 def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
@@ -65,7 +66,7 @@ def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
         ctx.store.journal_finish(op, OpStatus.FAILED, error=f"{err.code.value}: {err.message}")
         return finish(Status.FAILED, 0, codes.NO_PROVIDER, err.message, err.code.value)
     planned = planned_op(op, action)
-    request = request_for(action, op, ctx.epoch, ctx.owner)
+    request = request_for(action, op, ctx.epoch, ctx.owner, destroy=ctx.destroy)
     attempt = 0
     while True:
         try:

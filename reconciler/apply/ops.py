@@ -42,8 +42,12 @@ def planned_op(op: str, action: Action) -> PlannedOp:
     return PlannedOp(op, action.action, action.entry, action.provider or "")
 
 
-def request_for(action: Action, op: str, epoch: int, owner: str) -> Request:
-    """The provider request that carries out ``action`` under ``op`` and ``epoch``."""
+def request_for(action: Action, op: str, epoch: int, owner: str, *,
+                destroy: bool = False) -> Request:
+    """The provider request that carries out ``action`` under ``op`` and ``epoch``.
+
+    ``destroy`` (the run may destroy) lets a delete remove what holds data, such as a
+    user's directory; without it the provider refuses and nothing is lost."""
     verb = PROTOCOL_VERB.get(action.action)
     if verb is None:
         raise ValueError(f"unknown plan verb {action.action!r}")
@@ -55,4 +59,6 @@ def request_for(action: Action, op: str, epoch: int, owner: str) -> Request:
         params["entry"] = dict(entry)
     if action.action != verb:
         params["action"] = action.action
+    if verb == "delete" and destroy:
+        params["destroy"] = True
     return Request(verb=verb, op_id=op, epoch=epoch, owner=owner, params=params)

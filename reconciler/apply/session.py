@@ -162,7 +162,7 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
                                               hint=codes.HINTS[code]))
     transports = Transports(run.desired.bindings, run.workdir)
     ctx = CallContext(run.store, run_id, run.epoch, supply.owner, transports,
-                      run.options.retry, beat.check)
+                      run.options.retry, beat.check, destroy=allow_destroy)
     executor = Executor(graph, op_ids, lambda a: perform(ctx, graph.actions[a], op_ids[a]),
                         bound=run.options.parallelism,
                         settled=lambda o: _settled(run, executor, o))
