@@ -153,7 +153,8 @@ def gather(desired: Desired, workdir: Path, live_file: Path | None = None,
 
 
 def plan_for(desired: Desired, live: Live, *, now: float, targets: Collection[str] = (),
-             destroy: bool = False, force: bool = False, applied_before: bool = False) -> Plan:
+             destroy: bool = False, force: bool = False,
+             applied_before: bool | None = None) -> Plan:
     with gc_paused():  # a view per compared entry: the collector would rescan both maps
         return make_plan(desired.supply, live.supply, now=now, targets=targets,
                          destroy=destroy, force=force, desired_digest=desired.digest,

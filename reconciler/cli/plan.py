@@ -50,14 +50,16 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _applied_before(state: str | None, workdir: Path, site: str) -> bool:
-    """Whether the state store has applied this site; no store yet means a new site.
+def _applied_before(state: str | None, workdir: Path, site: str) -> bool | None:
+    """Whether the state store has applied this site; None when there is no store to ask.
 
     A provider that reports nothing after an apply has lost what it held, even when its
-    generation restarted; the planner's empty-inventory guard needs to know."""
+    generation restarted; before any complete apply there is nothing of ours to lose (a
+    first apply killed halfway is finished without --force). The planner's guards need
+    to know which."""
     default = workdir / STATE_FILE
     if state is None and not os.environ.get(ENV_URL) and not default.exists():
-        return False
+        return None
     store = open_store(state, default)
     try:
         return store.get_applied(site) is not None

@@ -91,7 +91,7 @@ def make_plan(
     destroy: bool = False,
     force: bool = False,
     desired_digest: str | None = None,
-    applied_before: bool = False,
+    applied_before: bool | None = None,
 ) -> Plan:
     """Plan what makes ``live`` match ``desired`` under the site's settings.
 
@@ -99,9 +99,11 @@ def make_plan(
     guard errors into warnings (protected entries stay errors). ``desired_digest`` is the
     desired map's content digest when the caller already has it (computing it for 500,000
     entries takes about a second). Raises UserError for invalid settings.
-    ``applied_before`` (the state store
-    has applied this site) means a provider that reports nothing lost what it held, even
-    when its generation restarted (a map file deleted): the empty-inventory guard applies.
+    ``applied_before`` is what the state store knows: True (this site was applied) means a
+    provider that reports nothing lost what it held, even when its generation restarted (a
+    map file deleted); False (never applied, perhaps a first apply killed halfway) means
+    there is nothing of ours to have lost, so the empty/shrunk-inventory guards stay off;
+    None (no store) leaves it to the providers' generations.
     """
     settings = read_settings(desired.settings, desired.owner)
     b = Builder(settings, destroy, now, desired.entries, live.entries, live.unknown)
@@ -121,6 +123,7 @@ def make_plan(
         unknown=live.unknown,
         force=force,
         generations=None if applied_before else live.generations,
+        new_site=applied_before is False,
     )
     return Plan(
         actions=tuple(actions),

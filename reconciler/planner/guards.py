@@ -35,9 +35,11 @@ def check_guards(
     unknown: Mapping[str, str],
     force: bool,
     generations: Mapping[str, int] | None = None,
+    new_site: bool = False,
 ) -> list[Problem]:
     """Guard violations of a plan; ``generations`` tells a new provider (generation 0 or 1:
-    it never held anything) from one that lost what it held."""
+    it never held anything) from one that lost what it held; ``new_site`` (the state store
+    never applied this site) turns the empty/shrunk-inventory guards off."""
     safety = settings.safety
     out: list[Problem] = []
     if safety.max_changes is not None and len(actions) > safety.max_changes:
@@ -66,7 +68,7 @@ def check_guards(
 
     adds = Counter(a.provider for a in actions if a.action in _ADDS)
     for provider, wanted in sorted(desired_per_provider.items(), key=lambda kv: str(kv[0])):
-        if wanted < safety.min_entries or provider in unknown:
+        if new_site or wanted < safety.min_entries or provider in unknown:
             continue
         generation = (generations or {}).get(provider or "")
         if generation is not None and generation <= 1:
