@@ -6,10 +6,9 @@ import argparse
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
 
 from compiler.canonical import dumps
-from compiler.cli_runner import EXIT_ERROR, EXIT_OK, run_cli
+from compiler.cli_runner import EXIT_ERROR, EXIT_OK, UsageParser, run_cli
 from compiler.compile import Compiled, compile_site, located
 from compiler.gc_pause import gc_paused
 from compiler.output import write_outputs
@@ -22,16 +21,8 @@ from compiler.textstyle import Style
 FORMATS = ("text", "json", "github", "markdown")
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage mistakes exit 1 like every other error, never argparse's 2."""
-
-    def error(self, message: str) -> NoReturn:
-        hint = f"see '{self.prog} --help'"
-        raise UserError([Problem("XCE007", message, hint, subject=self.prog)])
-
-
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = UsageParser(
         prog="xce-compile",
         description="Validate a site-config folder and compile the desired supply map.",
     )

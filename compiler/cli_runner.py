@@ -7,15 +7,30 @@ that holds the full traceback, never the traceback itself.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
 import traceback
 from collections.abc import Callable
+from typing import NoReturn
 
 from compiler.problem_render import render_text
-from compiler.problems import UserError
+from compiler.problems import Problem, UserError
 from compiler.textstyle import Style
+
+
+class UsageParser(argparse.ArgumentParser):
+    """Usage mistakes are user errors (exit 1), never argparse's exit 2, which a CI job
+    reads as "changes" (Terraform's -detailed-exitcode). A command sets its own code."""
+
+    usage_code = "XCE007"
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(
+            [Problem(self.usage_code, message, f"see '{self.prog} --help'", subject=self.prog)]
+        )
+
 
 EXIT_OK = 0
 EXIT_ERROR = 1

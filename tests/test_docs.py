@@ -28,3 +28,19 @@ def test_readme_commands_exist() -> None:
         assert (ROOT / script).is_file(), script
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "scripts/test.sh" in ci and "scripts/test.sh" in readme
+
+
+def test_usage_mistakes_exit_1_not_2() -> None:
+    """argparse's exit 2 would read as "changes" to a CI job using detailed exit codes."""
+    import compiler.cli
+    import compiler.policy.cli
+    import reconciler.cli.apply
+    import reconciler.cli.digest
+    import reconciler.cli.lock
+    import reconciler.cli.map
+    import reconciler.cli.plan
+
+    for main in (compiler.cli.main, compiler.policy.cli.main, reconciler.cli.apply.main,
+                 reconciler.cli.digest.main, reconciler.cli.lock.main, reconciler.cli.map.main,
+                 reconciler.cli.plan.main):
+        assert main(["--no-such-option"]) == 1, main.__module__

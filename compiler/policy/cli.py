@@ -12,11 +12,10 @@ import datetime
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 import git
 
-from compiler.cli_runner import EXIT_ERROR, EXIT_OK, run_cli
+from compiler.cli_runner import EXIT_ERROR, EXIT_OK, UsageParser, run_cli
 from compiler.policy.allowlists import FILENAME
 from compiler.policy.compile import compile_policies
 from compiler.policy.gitsource import RevisionBuild, compile_at, open_repo
@@ -31,11 +30,8 @@ from compiler.yaml_source import Locator, SourceFile, display_path, find_yaml_fi
 PROG = "xce-policy"
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage mistakes are user errors (exit 1), never argparse's exit 2 (= "changes")."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UserError([Problem("XCE670", message, f"see '{self.prog} --help'")])
+class _Parser(UsageParser):
+    usage_code = "XCE670"
 
 
 def _parser() -> argparse.ArgumentParser:

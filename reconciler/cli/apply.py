@@ -11,9 +11,8 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import NoReturn
 
-from compiler.cli_runner import run_cli
+from compiler.cli_runner import UsageParser, run_cli
 from compiler.problem_render import render_text as render_problems
 from compiler.problems import Problem, UserError
 from compiler.textstyle import Style
@@ -27,11 +26,8 @@ from reconciler.state import open_store
 PROG = "xce-apply"
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage mistakes are user errors (exit 1), never argparse's exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        raise _usage(message, f"see '{self.prog} --help'")
+class _Parser(UsageParser):
+    usage_code = USAGE
 
 
 def _usage(message: str, hint: str) -> UserError:

@@ -6,16 +6,15 @@ admin writes is exactly what staging checks.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from compiler.cli_runner import EXIT_ERROR, EXIT_OK, run_cli
+from compiler.cli_runner import EXIT_ERROR, EXIT_OK, UsageParser, run_cli
 from reconciler.providers.dataset_digest import dataset_digest
 
 
 def _body(argv: list[str] | None) -> int:
-    p = argparse.ArgumentParser(prog="xce-digest",
+    p = UsageParser(prog="xce-digest",
                                 description="Print the sha256 digest of a dataset file or folder.")
     p.add_argument("paths", nargs="+", type=Path)
     args = p.parse_args(argv)

@@ -12,10 +12,9 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NoReturn
 
 from compiler.canonical import dumps
-from compiler.cli_runner import EXIT_OK, run_cli
+from compiler.cli_runner import EXIT_OK, UsageParser, run_cli
 from compiler.problems import Problem, UserError
 from reconciler.apply.codes import LOCK_IS_LIVE, LOCK_NOT_FOUND, USAGE
 from reconciler.apply.locking import dead_here
@@ -25,9 +24,8 @@ from reconciler.state import Lock, StateStore, open_store
 PROG = "xce-lock"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UserError([Problem(USAGE, message, f"see '{self.prog} --help'", subject=PROG)])
+class _Parser(UsageParser):
+    usage_code = USAGE
 
 
 def parser() -> argparse.ArgumentParser:

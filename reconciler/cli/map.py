@@ -14,10 +14,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from compiler.canonical import dumps
-from compiler.cli_runner import EXIT_OK, run_cli
+from compiler.cli_runner import EXIT_OK, UsageParser, run_cli
 from compiler.hostlist import HostlistError, expand
 from compiler.names import did_you_mean
 from compiler.problems import Problem, UserError
@@ -33,11 +33,8 @@ SHOWN = 20  # per-host lines printed before the rest is summed up
 NOTHING = "nothing in this batch was recorded"
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage mistakes are user errors (exit 1), never argparse's exit 2 (= "changes")."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UserError([Problem("XCE737", message, f"see '{self.prog} --help'", subject=PROG)])
+class _Parser(UsageParser):
+    usage_code = "XCE737"
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from compiler.cli_runner import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, run_cli
+from compiler.cli_runner import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, UsageParser, run_cli
 from compiler.gc_pause import gc_paused
 from compiler.problem_render import render_text as render_problems
 from compiler.problems import Problem, Severity
@@ -25,7 +25,7 @@ from reconciler.state import ENV_URL, open_store
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="xce-plan",
+    p = UsageParser(prog="xce-plan",
                                 description="Plan the changes that make live supply match the "
                                 "site-config.")
     p.add_argument("site", nargs="?", type=Path, default=None,
