@@ -21,6 +21,8 @@ def path_unsafe_reason(name: str) -> str | None:
         return "it contains '..'"
     if name.startswith("-"):
         return "it starts with '-' (it would be read as a command-line option)"
+    if name.startswith("."):
+        return "it starts with '.' (a hidden name, and providers keep their own work there)"
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
         return "it contains a control character"
     if any(c.isspace() for c in name):
