@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from compiler.problems import Problem
 from reconciler.apply import codes
@@ -84,7 +84,7 @@ def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
         reply = _call_safely(transport, request)
         if reply.ok:
             ctx.store.journal_finish(op, OpStatus.DONE, result=reply.result)
-            return finish(Status.DONE, attempt)
+            return replace(finish(Status.DONE, attempt), warnings=_warnings(reply))
         failure = reply.error or ProviderError(ErrorCode.INTERNAL, "failed without an error")
         code, text = failure.code.value, f"{failure.code.value}: {failure.message}"
         if failure.code is ErrorCode.ABORTED:
@@ -97,6 +97,12 @@ def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
         ctx.store.journal_finish(op, OpStatus.FAILED, error=text)
         tries = f" (after {attempt} attempts)" if attempt > 1 else ""
         return finish(Status.FAILED, attempt, codes.ACTION_FAILED, text + tries, code)
+
+
+def _warnings(reply: Reply) -> tuple[str, ...]:
+    """Warnings a provider attached to a success (the protocol's optional ``warnings``)."""
+    raw = reply.result.get("warnings")
+    return tuple(str(w) for w in raw) if isinstance(raw, list) else ()
 
 
 def _call_safely(transport: Transport, request: Request) -> Reply:

@@ -30,6 +30,8 @@ def describe(outcome: Outcome) -> str:
     text = f"{action.action} {action.entry} ({action.provider or 'no provider'})"
     if outcome.status is Status.FAILED or outcome.status is Status.SKIPPED:
         text += f": {outcome.code} {outcome.message}"
+    if outcome.warnings:
+        text += " — warning: " + "; ".join(outcome.warnings)
     return text
 
 

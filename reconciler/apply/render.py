@@ -22,6 +22,9 @@ def _short(digest: str) -> str:
     return digest.removeprefix("sha256:")[:12]
 
 
+WARNINGS_SHOWN = 20  # actions with warnings listed in the text report
+
+
 def _headline(report: ApplyReport, s: Style) -> str:
     what = f"plan {_short(report.plan_digest)}"
     if report.revision:
@@ -64,6 +67,14 @@ def render_text(report: ApplyReport, style: Style | None = None) -> str:
             out.append(f"{s.bold(title)} ({len(chosen)}):")
             for outcome in chosen:
                 out.extend(_outcome_lines(outcome))
+    warned = [o for o in report.outcomes if o.warnings]
+    if warned:
+        out.append(f"{s.yellow('Done with warnings')} ({len(warned)}):")
+        for o in warned[:WARNINGS_SHOWN]:
+            a = o.action
+            out.extend(f"  {a.action} {a.entry} ({a.provider}): {w}" for w in o.warnings)
+        if len(warned) > WARNINGS_SHOWN:
+            out.append(f"  … and {len(warned) - WARNINGS_SHOWN} more (--format json lists all)")
     if report.stopped is not None:
         out.append(f"{s.red('Stopped')}: {report.stopped.code} {report.stopped.message}")
         if report.stopped.hint:
@@ -80,6 +91,7 @@ def _outcome_json(o: Outcome) -> dict[str, Any]:
     return {"id": a.id, "action": a.action, "entry": a.entry, "provider": a.provider,
             "op_id": o.op_id, "status": o.status.value, "attempts": o.attempts, "code": o.code,
             "message": o.message, "hint": o.hint, "error": o.error,
+            "warnings": list(o.warnings),
             "seconds": round(o.seconds, 3)}
 
 

@@ -39,6 +39,7 @@ class Outcome:
     error: str | None = None  # the provider's error code (UNAVAILABLE, …) when it failed
     seconds: float = 0.0
     stop: Problem | None = None  # set when this outcome must stop the whole apply
+    warnings: tuple[str, ...] = ()  # what a provider did differently (e.g. owner not applied)
 
     @property
     def ok(self) -> bool:
