@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from compiler.bindings import build_bindings, controller_name
 from compiler.checks.capacity import check_caches, check_quotas, check_warnings
 from compiler.checks.collisions import check_copy_ids, check_counter_ids, check_quota_ids
-from compiler.checks.hosts import expand_hosts
+from compiler.checks.hosts import HostTable, expand_hosts
 from compiler.checks.index import build_index
 from compiler.checks.providers import check_provider_kinds, check_proxies
 from compiler.checks.references import check_references
@@ -63,7 +63,7 @@ def load_site(site_dir: Path, problems: Problems) -> list[SourceFile]:
         )
     files = []
     for path in paths:
-        src = load_file(path, display_path(path, site_dir), problems)
+        src = load_file(path, display_path(path), problems)
         if src is not None:
             files.append(src)
     return files
@@ -89,7 +89,9 @@ def shared_accounts(doc: SiteDocument) -> list[str]:
     return sorted(p.item.name for p in doc.providers if p.item.account == "shared")
 
 
-def check_document(doc: SiteDocument, problems: Problems) -> Any:
+def check_document(doc: SiteDocument, problems: Problems) -> HostTable:
+    """Every semantic check; returns the expanded hosts, which emit needs too. The order
+    matters: check_caches skips locations the reference checks already reported."""
     index = build_index(doc, problems)
     hosts = expand_hosts(doc.host_groups, problems)
     check_references(doc, index, hosts, problems)
@@ -162,4 +164,4 @@ def compile_site(
     all_files = [*files, *build.sources]
     if compiled is None or problems.has_errors:
         return None, all_files
-    return Compiled(compiled.supply_map, compiled.bindings, compiled.document, build), all_files
+    return replace(compiled, policy=build), all_files

@@ -46,7 +46,7 @@ def nearest(word: str, candidates: Iterable[str]) -> str | None:
     """The closest candidate, if any is close enough to be a likely typo.
 
     Among very many names (100,000 hosts) only those of about the same length and with the
-    the longest common prefix are compared, so an error stays cheap to report.
+    longest common prefix are compared, so an error stays cheap to report.
     """
     pool = list(candidates)
     if len(pool) > MAX_CANDIDATES:

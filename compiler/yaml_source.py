@@ -70,7 +70,7 @@ def find_yaml_files(root: Path) -> list[Path]:
     return sorted(found)
 
 
-def display_path(path: Path, root: Path) -> str:
+def display_path(path: Path) -> str:
     """Paths in messages are relative to where the user ran the command when possible."""
     try:
         return os.path.relpath(path, Path.cwd())
@@ -267,9 +267,6 @@ class Locator:
         self._paths: dict[str, Path] = {f.path: f.abspath for f in files}
         self._texts: dict[str, str] = dict(texts or {})
         self._nodes: dict[str, Node | None] = {}
-
-    def register(self, shown: str, path: Path) -> None:
-        self._paths[shown] = path
 
     def _root(self, file: str) -> Node | None:
         if file not in self._nodes:

@@ -6,6 +6,7 @@ from collections import defaultdict
 
 from compiler.checks.index import Index
 from compiler.model.document import SiteDocument
+from compiler.model.pools import LicensePool
 from compiler.problems import Problems, Where
 from compiler.units import format_size
 
@@ -23,23 +24,15 @@ def check_quotas(doc: SiteDocument, index: Index, problems: Problems) -> None:
             sums[key] += grant.limit
             first.setdefault(key, q.where)
     for (kind, name, scope), total in sorted(sums.items()):
-        if kind == "volume":
-            loc = index.volumes.items.get(name)
-            if loc is None or loc.item.overcommit:
-                continue
-            cap, shown = loc.item.capacity, (format_size(total), format_size(loc.item.capacity))
-        else:
-            loc = index.pools.items.get(name)
-            if loc is None:
-                continue
-            cap = getattr(loc.item, "capacity", None) or (
-                loc.item.amount + (loc.item.borrow.max if loc.item.borrow else 0)
-            )
-            shown = (
-                (format_size(total), format_size(cap))
-                if hasattr(loc.item, "capacity")
-                else (str(total), str(cap))
-            )
+        loc = (index.volumes if kind == "volume" else index.pools).items.get(name)
+        if loc is None or getattr(loc.item, "overcommit", False):
+            continue
+        if isinstance(loc.item, LicensePool):  # a count, borrowing included
+            field, cap = "amount", loc.item.amount + (loc.item.borrow.max if loc.item.borrow else 0)
+            shown = (str(total), str(cap))
+        else:  # a volume or a storage pool: bytes
+            field, cap = "capacity", loc.item.capacity
+            shown = (format_size(total), format_size(cap))
         if total > cap:
             problems.error(
                 "XCE401",
@@ -49,7 +42,7 @@ def check_quotas(doc: SiteDocument, index: Index, problems: Problems) -> None:
                 if kind == "volume"
                 else "lower the quotas or raise the pool's capacity",
                 first[(kind, name, scope)],
-                also=[loc.where.child("capacity" if hasattr(loc.item, "capacity") else "amount")],
+                also=[loc.where.child(field)],
             )
 
 
@@ -64,7 +57,7 @@ def check_caches(doc: SiteDocument, index: Index, problems: Problems) -> None:
             at = d.where.child("copies", i)
             if cache is None:
                 if (
-                    copy.location in index.caches.known()
+                    copy.location in index.caches  # an invalid cache, already reported
                     or not copy.location
                     or at.child("location") in bad_locations
                 ):

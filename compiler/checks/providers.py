@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 from compiler.bindings import IMPLICIT_CONTROLLER
@@ -39,38 +40,29 @@ def _check_kind(index: Index, use: str, name: str, where: Where, problems: Probl
     )
 
 
-def check_provider_kinds(doc: SiteDocument, index: Index, problems: Problems) -> None:
+def provider_uses(doc: SiteDocument) -> Iterator[tuple[str, str, Where]]:
+    """Every place a provider is bound to something: (use, provider, where). The one list
+    both the reference check and the kind check walk, so a new use cannot miss either."""
     for g in doc.host_groups:
         if g.item.provisioned is not None:
-            _check_kind(
-                index,
-                "provisioned group",
-                g.item.provisioned.provider,
-                g.where.child("provisioned", "provider"),
-                problems,
-            )
+            at = g.where.child("provisioned", "provider")
+            yield "provisioned group", g.item.provisioned.provider, at
     for lic in doc.licenses:
         if lic.item.borrow is not None:
-            _check_kind(
-                index,
-                "license borrowing",
-                lic.item.borrow.provider,
-                lic.where.child("borrow", "provider"),
-                problems,
-            )
+            at = lic.where.child("borrow", "provider")
+            yield "license borrowing", lic.item.borrow.provider, at
     for d in doc.datasets:
         for i, copy in enumerate(d.item.copies):
-            _check_kind(
-                index,
-                "dataset copy",
-                copy.provider,
-                d.where.child("copies", i, "provider"),
-                problems,
-            )
+            yield "dataset copy", copy.provider, d.where.child("copies", i, "provider")
     for c in doc.caches:
-        _check_kind(index, "cache", c.item.provider, c.where.child("provider"), problems)
+        yield "cache", c.item.provider, c.where.child("provider")
     for v in doc.volumes:
-        _check_kind(index, "volume", v.item.provider, v.where.child("provider"), problems)
+        yield "volume", v.item.provider, v.where.child("provider")
+
+
+def check_provider_kinds(doc: SiteDocument, index: Index, problems: Problems) -> None:
+    for use, name, where in provider_uses(doc):
+        _check_kind(index, use, name, where, problems)
     for p in doc.providers:
         _check_command(p, problems)
     maps = [p for p in doc.providers if p.item.kind == "controller-map"]

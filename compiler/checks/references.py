@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from compiler.checks.hosts import HostTable
 from compiler.checks.index import Index, Namespace
+from compiler.checks.providers import provider_uses
 from compiler.model.document import SiteDocument
 from compiler.names import did_you_mean
 from compiler.problems import Problems, Where
@@ -47,29 +48,18 @@ def check_location(
 
 def check_references(doc: SiteDocument, index: Index, hosts: HostTable, problems: Problems) -> None:
     prov = index.providers
-    for g in doc.host_groups:
-        if g.item.provisioned is not None:
-            _ref(
-                prov,
-                g.item.provisioned.provider,
-                g.where.child("provisioned", "provider"),
-                problems,
-            )
-    for lic in doc.licenses:
-        if lic.item.borrow is not None:
-            _ref(prov, lic.item.borrow.provider, lic.where.child("borrow", "provider"), problems)
+    for _, name, where in provider_uses(doc):
+        _ref(prov, name, where, problems)
     for c in doc.counters:
         check_location(c.item.location, c.where.child("location"), index, hosts, problems)
     for d in doc.datasets:
         for i, copy in enumerate(d.item.copies):
-            at = d.where.child("copies", i)
-            _ref(prov, copy.provider, at.child("provider"), problems)
-            check_location(copy.location, at.child("location"), index, hosts, problems)
+            check_location(
+                copy.location, d.where.child("copies", i, "location"), index, hosts, problems
+            )
     for cache in doc.caches:
-        _ref(prov, cache.item.provider, cache.where.child("provider"), problems)
         check_location(cache.item.location, cache.where.child("location"), index, hosts, problems)
     for v in doc.volumes:
-        _ref(prov, v.item.provider, v.where.child("provider"), problems)
         for i, group in enumerate(v.item.mounted_by):
             _ref(index.groups, group, v.where.child("mounted_by", i), problems)
     for q in doc.quotas:

@@ -52,7 +52,7 @@ def emit_hosts(
         prov = g.provisioned
         wanted = hosts
         source = "config"
-        spec: dict[str, object] = {}
+        spec: dict[str, object] = {"join_deadline": site.join_deadline}
         if prov is not None:
             n = prov.count if prov.count is not None else (prov.min or 0)
             wanted = hosts[:n]
@@ -61,8 +61,6 @@ def emit_hosts(
             spec = {"join_deadline": deadline, "template": prov.template}
             group_attrs["provider"] = prov.provider
             group_attrs["max_hosts"] = prov.max if prov.max is not None else len(hosts)
-        else:
-            spec = {"join_deadline": site.join_deadline}
         ctx.controlled(f"host-group/{g.name}", "host-group", attributes=group_attrs)
         overrides = _host_overrides(g, table)
         for h in wanted:

@@ -73,7 +73,6 @@ NAME_KEYS: dict[tuple[str, ...], str] = {("caches",): "location"}
 class SiteDocument:
     """All sections of a site, each item with its place; ``invalid_names`` per section."""
 
-    files: list[SourceFile] = field(default_factory=list)
     site: Located[Site] | None = None
     site_seen: bool = False  # a 'site:' section was written, even if it failed validation
     items: dict[tuple[str, ...], list[Located[Any]]] = field(default_factory=dict)
@@ -258,6 +257,5 @@ def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> No
 def build_document(files: Iterable[SourceFile], problems: Problems) -> SiteDocument:
     doc = SiteDocument()
     for src in files:
-        doc.files.append(src)
         _validate_file(doc, src, problems)
     return doc

@@ -9,7 +9,6 @@ from pydantic import Field
 from compiler.model.types import Description, Duration, Name, SecretRef, Strict
 
 ProviderKind = Literal["directory", "dataset-copy", "controller-map", "exec", "jsonl"]
-BUILTIN_KINDS = ("directory", "dataset-copy", "controller-map")
 
 
 class Provider(Strict):

@@ -21,11 +21,11 @@ from compiler.policy.compile import compile_policies
 from compiler.policy.gitsource import RevisionBuild, compile_at, open_repo
 from compiler.policy.review import diff
 from compiler.policy.review_render import render as render_review
-from compiler.policy.site import mentions_site_policy
+from compiler.policy.site import load_site_policy_files
 from compiler.problem_render import render as render_problems
 from compiler.problems import Problem, Problems, UserError
 from compiler.textstyle import Style
-from compiler.yaml_source import Locator, SourceFile, display_path, find_yaml_files, load_file
+from compiler.yaml_source import Locator, display_path
 
 PROG = "xce-policy"
 
@@ -67,16 +67,6 @@ def _root(repo: Path | None) -> Path:
     return Path(top) if top else Path.cwd()
 
 
-def _site_files(site_dir: Path, problems: Problems) -> list[SourceFile]:
-    out: list[SourceFile] = []
-    for path in find_yaml_files(site_dir):
-        if mentions_site_policy(path.read_bytes()):
-            source = load_file(path, display_path(path, site_dir), problems)
-            if source is not None:
-                out.append(source)
-    return out
-
-
 def _report(problems: list[Problem], fmt: str) -> None:
     if problems:
         sys.stderr.write(render_problems(problems, fmt, Style.for_stream(sys.stderr)))
@@ -92,7 +82,7 @@ def _compile(args: argparse.Namespace) -> int:
             f"site-config folder not found: {site_dir}",
             "pass --site with the folder of the site's YAML files",
         )
-    site = _site_files(site_dir, problems) if site_dir.is_dir() else []
+    site = load_site_policy_files(site_dir, problems) if site_dir.is_dir() else []
     build = compile_policies(root / args.policies, site, problems, datetime.date.today())
     located = Locator([*build.sources, *site]).locate_all(problems)
     _report(located, args.format)
@@ -104,7 +94,7 @@ def _compile(args: argparse.Namespace) -> int:
         out.write_bytes(build.to_bytes())
     except OSError as err:
         raise UserError([Problem("XCE671", f"cannot write {out}: {err.strerror}")]) from None
-    sys.stdout.write(f"wrote {display_path(out, root)} ({build.digest})\n")
+    sys.stdout.write(f"wrote {display_path(out)} ({build.digest})\n")
     return EXIT_OK
 
 

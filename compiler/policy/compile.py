@@ -32,7 +32,8 @@ POLICY_FILES = (OPCODES, ROLES, GUARDRAILS)
 
 @dataclass(frozen=True, slots=True)
 class PolicyBuild:
-    """The compiled allowlists, and the policy files read (for ``Locator.register``)."""
+    """The compiled allowlists, and the policy files read (so a ``Locator`` can place their
+    problems)."""
 
     document: dict[str, Any]
     sources: tuple[SourceFile, ...]
@@ -59,7 +60,7 @@ def load_policy_dir(policies_dir: Path, problems: Problems) -> dict[str, SourceF
     out: dict[str, SourceFile] = {}
     for name in POLICY_FILES:
         path = policies_dir / name
-        shown = display_path(path, policies_dir)
+        shown = display_path(path)
         if not path.is_file():
             missing_file(shown, problems)
             continue

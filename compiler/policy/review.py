@@ -81,8 +81,7 @@ class _Catalog:
         self.ops: dict[str, dict[str, Any]] = {o["name"]: o for o in doc.get("catalog", [])}
 
     def label(self, name: str) -> str:
-        op = self.ops.get(name)
-        return f"{name} ({op['id']}, {op['risk']})" if op else name
+        return f"{name} {self.facts(name)}" if name in self.ops else name
 
     def facts(self, name: str) -> str:
         op = self.ops[name]

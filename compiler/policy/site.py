@@ -8,6 +8,7 @@ only what scoping needs (name, host, active and standby providers).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from compiler.policy.model import Proxy, RoleDef, RoleRule, SitePolicy, Waiver
@@ -15,7 +16,7 @@ from compiler.policy.reader import Fields
 from compiler.policy.roles import read_role, read_role_rule
 from compiler.policy.waivers import read_waiver
 from compiler.problems import Problems, Where
-from compiler.yaml_source import SourceFile
+from compiler.yaml_source import SourceFile, display_path, find_yaml_files, load_bytes
 
 POLICY_KEYS = ("roles", "allow", "deny", "waivers")
 MARKERS = (b"policy", b"proxies")
@@ -46,6 +47,19 @@ def read_site(site_files: Sequence[SourceFile], problems: Problems) -> SitePolic
 def mentions_site_policy(data: bytes) -> bool:
     """Cheap pre-filter: a file that never spells the section names has neither section."""
     return any(m in data for m in MARKERS)
+
+
+def load_site_policy_files(site_dir: Path, problems: Problems) -> list[SourceFile]:
+    """The site's files that may hold ``policy:`` or ``proxies:``, each read once; the rest
+    (most of a big site: host lists) are never parsed."""
+    out: list[SourceFile] = []
+    for path in find_yaml_files(site_dir):
+        data = path.read_bytes()
+        if mentions_site_policy(data):
+            source = load_bytes(data, display_path(path), problems, path)
+            if source is not None:
+                out.append(source)
+    return out
 
 
 def _each(f: Fields, key: str, read: Callable[[Any, Where], T | None]) -> list[T]:

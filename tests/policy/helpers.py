@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from compiler.policy import compile_policies
-from compiler.policy.site import mentions_site_policy
+from compiler.policy.site import load_site_policy_files
 from compiler.problems import Problem, Problems
-from compiler.yaml_source import Locator, SourceFile, display_path, find_yaml_files, load_file
+from compiler.yaml_source import Locator, SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICIES = ROOT / "policies"
@@ -19,13 +19,7 @@ TODAY = datetime.date(2026, 11, 1)
 
 
 def load_site(site_dir: Path, problems: Problems) -> list[SourceFile]:
-    files = []
-    for path in find_yaml_files(site_dir) if site_dir.is_dir() else []:
-        if mentions_site_policy(path.read_bytes()):
-            source = load_file(path, display_path(path, site_dir), problems)
-            if source is not None:
-                files.append(source)
-    return files
+    return load_site_policy_files(site_dir, problems) if site_dir.is_dir() else []
 
 
 def compile_tree(
