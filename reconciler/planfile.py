@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,12 +50,13 @@ class SavedPlan:
         return self.plan.revision
 
 
-def stale_entries(plan: Plan, live: SupplyMap) -> list[str]:
-    """Entries whose live JSON differs from when the plan was made (sorted ids)."""
+def stale_entries(plan: Plan, live: SupplyMap, skip: Collection[str] = ()) -> list[str]:
+    """Entries whose live JSON differs from when the plan was made (sorted ids); ``skip``
+    names entries not to check (those an interrupted apply of this plan already changed)."""
     return sorted(
         entry_id
         for entry_id, fp in plan.fingerprints.items()
-        if fingerprint(live.entries.get(entry_id)) != fp
+        if entry_id not in skip and fingerprint(live.entries.get(entry_id)) != fp
     )
 
 

@@ -31,7 +31,7 @@ from reconciler.apply.report import ApplyReport, Outcome, Status
 from reconciler.apply.transports import Transports
 from reconciler.pipeline import Desired, gather, plan_for
 from reconciler.plan_model import Plan
-from reconciler.planfile import SavedPlan, fingerprint
+from reconciler.planfile import SavedPlan, stale_entries
 from reconciler.planner.settings import read_settings
 from reconciler.state import Holder, LockLost, OpStatus, RunStatus, StateStore, current_holder
 from reconciler.state.heartbeat import Heartbeat
@@ -147,7 +147,7 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
         ours = {a.entry for a in plan.actions if op_ids[a.id] in settled}
         stale = _stale(run, plan, ours)
         if stale:
-            return _report(run, plan, None, stale=stale)
+            return _report(run, plan, None, stale=stale, digest=digest)
     run_id = f"{run_prefix(run.lock)}{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
     run.store.start_run(run_id, digest, holder.name)
     run.store.journal_add(run_id, [planned_op(op_ids[a.id], a) for a in todo])
@@ -172,7 +172,8 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
     finally:
         transports.close()
         run.sink.close()
-    report = _report(run, plan, run_id, outcomes=outcomes, stopped=executor.stopped)
+    report = _report(run, plan, run_id, outcomes=outcomes, stopped=executor.stopped,
+                     digest=digest)
     clean = report.result == "applied" and all(o.ok for o in outcomes)
     status = (RunStatus.INTERRUPTED if executor.stopped is not None
               else RunStatus.SUCCEEDED if report.result == "applied" else RunStatus.FAILED)
@@ -193,8 +194,7 @@ def _settled(run: _Run, executor: Executor, outcome: Outcome) -> None:
 def _stale(run: _Run, plan: Plan, ours: Collection[str]) -> list[Problem]:
     """Re-read the entries the plan acted on or relied on, except those it changed itself
     (``ours``); name those that changed since planning."""
-    then = plan.fingerprints
-    entries = [e for e in then if e not in ours]
+    entries = [e for e in plan.fingerprints if e not in ours]
     if not entries:
         return []
     bound = run.desired.bindings.get("providers") or {}
@@ -208,8 +208,7 @@ def _stale(run: _Run, plan: Plan, ours: Collection[str]) -> list[Problem]:
         raise UserError([codes.problem(
             codes.CANNOT_VERIFY, f"provider '{p}' did not report its inventory ({why}), so "
             "the plan cannot be checked against the live map", p) for p, why in unknown.items()])
-    now = live.supply.entries
-    return _stale_problems(sorted(e for e in entries if fingerprint(now.get(e)) != then[e]))
+    return _stale_problems(stale_entries(plan, live.supply, skip=ours))
 
 
 def _holders(run: _Run, plan: Plan, entries: Collection[str]) -> list[str] | None:
@@ -238,8 +237,10 @@ def _stale_problems(changed: Sequence[str]) -> list[Problem]:
 
 
 def _report(run: _Run, plan: Plan, run_id: str | None, *, outcomes: Collection[Outcome] = (),
-            stopped: Problem | None = None, stale: Sequence[Problem] = ()) -> ApplyReport:
-    return ApplyReport(plan_digest=plan_digest(plan), desired_digest=plan.desired_digest,
+            stopped: Problem | None = None, stale: Sequence[Problem] = (),
+            digest: str | None = None) -> ApplyReport:
+    """``digest`` is the plan's digest when the caller has it (a big plan takes a while)."""
+    return ApplyReport(plan_digest=digest or plan_digest(plan), desired_digest=plan.desired_digest,
                        revision=plan.revision, run_id=run_id, epoch=run.epoch or None,
                        outcomes=tuple(outcomes), notices=tuple(run.notices), stopped=stopped,
                        stale=tuple(stale), seconds=time.monotonic() - run.started)

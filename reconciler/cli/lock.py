@@ -18,7 +18,7 @@ from compiler.cli_runner import EXIT_OK, UsageParser, run_cli
 from compiler.problems import Problem, UserError
 from reconciler.apply.codes import LOCK_IS_LIVE, LOCK_NOT_FOUND, USAGE
 from reconciler.apply.locking import dead_here
-from reconciler.pipeline import DEFAULT_WORKDIR
+from reconciler.pipeline import DEFAULT_WORKDIR, STATE_FILE
 from reconciler.state import Lock, StateStore, open_store
 
 PROG = "xce-lock"
@@ -96,7 +96,7 @@ def _body(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     workdir = args.workdir if args.workdir is not None else args.site / DEFAULT_WORKDIR
     now = datetime.now(UTC)
-    with open_store(args.state, workdir / "state.sqlite") as store:
+    with open_store(args.state, workdir / STATE_FILE) as store:
         if args.command == "list":
             sys.stdout.write(render_list(store.list_locks(), args.format, now))
         else:

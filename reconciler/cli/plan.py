@@ -60,11 +60,8 @@ def _applied_before(state: str | None, workdir: Path, site: str) -> bool | None:
     default = workdir / STATE_FILE
     if state is None and not os.environ.get(ENV_URL) and not default.exists():
         return None
-    store = open_store(state, default)
-    try:
+    with open_store(state, default) as store:
         return store.get_applied(site) is not None
-    finally:
-        store.close()
 
 
 def _body(argv: list[str] | None) -> int:

@@ -9,7 +9,6 @@ consistent snapshot while a writer works.
 
 from __future__ import annotations
 
-import gc
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -19,8 +18,10 @@ from typing import Any
 
 import orjson
 
+from compiler.gc_pause import gc_paused
 from compiler.supply_map import Entry
 from reconciler.protocol import ErrorCode, ProviderError
+from reconciler.providers.opledger import reused_op_id, stale_epoch
 
 SCHEMA_VERSION = 1
 _SCHEMA = (
@@ -59,13 +60,8 @@ def decode_docs(raw: Iterable[str]) -> list[dict[str, Any]]:
     Half a million small dicts trigger dozens of collections that find nothing; pausing
     the collector makes a 500,000-entry inventory about three times faster.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return [orjson.loads(doc) for doc in raw]
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _entry(doc: str) -> Entry:
@@ -149,11 +145,7 @@ class Txn:
         """Refuse an epoch below the highest seen (ABORTED); remember a higher one."""
         highest = self._meta("epoch")
         if epoch < highest:
-            raise ProviderError(
-                ErrorCode.ABORTED,
-                f"stale epoch {epoch}: epoch {highest} has already been seen "
-                "(another applier or proxy took over)",
-            )
+            raise stale_epoch(epoch, highest)
         if epoch > highest:
             self._set_meta("epoch", epoch)
 
@@ -165,8 +157,7 @@ class Txn:
         if row is None:
             return None
         if row[0] != fingerprint:
-            message = f"op_id {op_id} was already used for a different request"
-            raise ProviderError(ErrorCode.INVALID_ARGUMENT, message)
+            raise reused_op_id(op_id)
         result: dict[str, Any] = orjson.loads(row[1])
         return result
 

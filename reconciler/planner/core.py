@@ -50,7 +50,7 @@ def _walk(b: Builder, desired: SupplyMap, live: SupplyMap) -> None:
             b.note("drift_reported", d, f"reported by provider {lv.provider}, but config binds "
                    f"it to {d.provider}; nothing planned: move it by hand")
             continue
-        if (
+        if (  # state and compare.same_fields, inlined: this test runs once per entry
             lv is not None
             and lv.state == d.state
             and (d.amount is None or d.amount == lv.amount)

@@ -100,7 +100,6 @@ class DatasetCopyProvider(BuiltinProvider):
     capabilities = ("dataset-copy",)
 
     def __init__(self, name: str, params: Mapping[str, Any], workdir: Path) -> None:
-        super().__init__(name, params, workdir)
         self.cache_root = resolve_under(
             workdir, params.get("cache_root"), f"cache/{name}", "cache_root"
         )
@@ -115,6 +114,7 @@ class DatasetCopyProvider(BuiltinProvider):
             raise invalid(f"param capacity must be bytes, got {limit!r}")
         self.limit: int | None = limit
         self.cache_root.mkdir(parents=True, exist_ok=True)
+        super().__init__(name, params, workdir)  # opens the ledger: only once params are valid
         self.state = DatasetState(self.state_dir / "dataset.sqlite")
 
     def close(self) -> None:

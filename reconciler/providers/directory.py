@@ -78,12 +78,12 @@ class DirectoryProvider(BuiltinProvider):
     capabilities = tuple(KINDS)
 
     def __init__(self, name: str, params: Mapping[str, Any], workdir: Path) -> None:
-        super().__init__(name, params, workdir)
         self.base = resolve_under(workdir, params.get("base"), "fs", "base")
-        if not Path(str(params.get("base") or "fs")).is_absolute():
-            self.base.mkdir(parents=True, exist_ok=True)  # the embedded default lives here
         self.quota_command = quota_command(params)
         self.configured = self._configured_volumes(params.get("volumes"))
+        if not Path(str(params.get("base") or "fs")).is_absolute():
+            self.base.mkdir(parents=True, exist_ok=True)  # the embedded default lives here
+        super().__init__(name, params, workdir)  # opens the ledger: only once params are valid
         self.state = DirectoryState(self.state_dir / "directory.sqlite")
 
     @staticmethod

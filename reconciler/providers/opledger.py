@@ -31,6 +31,22 @@ CREATE TABLE IF NOT EXISTS owners (id TEXT PRIMARY KEY, owner TEXT NOT NULL);
 """
 
 
+def stale_epoch(epoch: int, highest: int) -> ProviderError:
+    """The refusal of a request from a superseded applier or proxy (shared with the map)."""
+    return ProviderError(
+        ErrorCode.ABORTED,
+        f"stale epoch {epoch}: epoch {highest} has already been seen "
+        "(another applier or proxy took over)",
+    )
+
+
+def reused_op_id(op_id: str) -> ProviderError:
+    """An op_id sent again with a different request: answering the old reply would lie."""
+    return ProviderError(
+        ErrorCode.INVALID_ARGUMENT, f"op_id {op_id} was already used for a different request"
+    )
+
+
 class OpLedger:
     def __init__(self, path: Path) -> None:
         self._store = Store(path, _SCHEMA)
@@ -41,11 +57,7 @@ class OpLedger:
             row = db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()
             highest = int(row[0]) if row else 0
             if epoch < highest:
-                raise ProviderError(
-                    ErrorCode.ABORTED,
-                    f"stale epoch {epoch}: epoch {highest} has already been seen "
-                    "(another applier or proxy took over)",
-                )
+                raise stale_epoch(epoch, highest)
             if epoch > highest:
                 db.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('epoch', ?)", (str(epoch),)
@@ -64,10 +76,7 @@ class OpLedger:
         if row is None:
             return None
         if fingerprint and row[0] and row[0] != fingerprint:
-            raise ProviderError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"op_id {op_id} was already used for a different request",
-            )
+            raise reused_op_id(op_id)
         reply: dict[str, Any] = orjson.loads(row[1])
         return reply
 

@@ -128,17 +128,19 @@ def open_provider(name: str, binding: Mapping[str, Any], workdir: Path) -> Trans
     transport: Transport
     if isinstance(kind, str) and kind in BUILTINS:
         transport = _builtin(name, kind, params, workdir)
-    elif kind == "exec":
+    elif kind in EXTERNAL:
+        command, timeout = _command(name, binding)
         # External providers run in their own state folder, where they may keep state.
         home = state_dir(workdir, name)
-        home.mkdir(parents=True, exist_ok=True)
-        transport = ExecTransport(name, *_command(name, binding), cwd=home)
-    elif kind == "jsonl":
-        command, timeout = _command(name, binding)
-        home = state_dir(workdir, name)
-        home.mkdir(parents=True, exist_ok=True)
-        transport = JsonLinesTransport(name, command, timeout, stderr_path=home / "stderr.log",
-                                       cwd=home)
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise named_error(name, ErrorCode.UNAVAILABLE, f"cannot start: {err}") from None
+        if kind == "exec":
+            transport = ExecTransport(name, command, timeout, cwd=home)
+        else:
+            transport = JsonLinesTransport(name, command, timeout,
+                                           stderr_path=home / "stderr.log", cwd=home)
     else:
         detail = f"has unknown kind {kind!r}; known: {', '.join(KINDS)}"
         raise named_error(name, ErrorCode.INVALID_ARGUMENT, detail)

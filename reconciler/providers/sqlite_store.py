@@ -20,10 +20,13 @@ class Store:
         self.path = path
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        with self._lock:
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(schema)  # idempotent (IF NOT EXISTS); commits itself
+        except BaseException:
+            self._db.close()  # a file that is not a database, or busy: no connection left open
+            raise
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
