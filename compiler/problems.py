@@ -91,14 +91,10 @@ class Problems:
         self.items.append(Problem(code, message, hint, where, Severity.ERROR, subject, tuple(also)))
 
     def warning(
-        self,
-        code: str,
-        message: str,
-        hint: str = "",
-        where: Where | None = None,
-        *,
+        self, code: str, message: str, hint: str = "", where: Where | None = None, *,
         subject: str | None = None,
     ) -> None:
+        """Reported but not failing (exit 0): the same fields as an error."""
         self.items.append(Problem(code, message, hint, where, Severity.WARNING, subject))
 
     def extend(self, problems: Iterable[Problem]) -> None:
