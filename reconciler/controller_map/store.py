@@ -22,6 +22,7 @@ from compiler.gc_pause import gc_paused
 from compiler.supply_map import Entry
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.opledger import reused_op_id, stale_epoch
+from reconciler.sqlite_wal import enable_wal
 
 SCHEMA_VERSION = 1
 _SCHEMA = (
@@ -185,6 +186,7 @@ class MapStore:
 
     def __init__(self, path: Path, *, create: bool = True, timeout: float = 30.0) -> None:
         self.path = path
+        self.timeout = timeout
         self._lock = threading.Lock()
         if not create and not path.is_file():
             raise ProviderError(ErrorCode.FAILED_PRECONDITION, f"no controller map at {path}")
@@ -206,7 +208,7 @@ class MapStore:
 
     def _prepare(self) -> None:
         with _translated(self.path):
-            self._db.execute("PRAGMA journal_mode=WAL")
+            enable_wal(self._db, self.timeout)
             self._db.execute("PRAGMA synchronous=NORMAL")
         with self.change() as tx:
             version = tx.create_schema()

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from reconciler.sqlite_wal import enable_wal
+
 
 class Store:
     def __init__(self, path: Path, schema: str) -> None:
@@ -21,7 +23,7 @@ class Store:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            enable_wal(self._db, 30)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(schema)  # idempotent (IF NOT EXISTS); commits itself
         except BaseException:

@@ -8,10 +8,10 @@ timeout makes a second writer wait instead of failing.
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from reconciler.sqlite_wal import enable_wal
 from reconciler.state.dialect import Backend, Dialect, Params, Row
 from reconciler.state.errors import StateError, cannot_open, not_a_store, store_failed
 
@@ -42,26 +42,13 @@ class SqliteBackend(Backend):
             raise cannot_open(self.label, str(err)) from None
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            self._wal()
+            enable_wal(self._conn, BUSY_TIMEOUT_S)
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as err:
             self._conn.close()
             error = self.translate(err)
             raise (error or cannot_open(self.label, str(err))) from None
-
-    def _wal(self) -> None:
-        """Switch to WAL. Runners opening a new file at once may be told "locked" at once
-        (the switch does not wait for the busy timeout), so keep trying as long as it would."""
-        deadline = time.monotonic() + BUSY_TIMEOUT_S
-        while True:
-            try:
-                self._conn.execute("PRAGMA journal_mode = WAL")
-                return
-            except sqlite3.OperationalError as err:
-                if "locked" not in str(err) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
 
     def query(self, sql: str, params: Params = ()) -> list[Row]:
         return self._conn.execute(sql, params).fetchall()
