@@ -62,6 +62,19 @@ def test_usage_errors_exit_1_not_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["frobnicate"]) == 1
 
 
+def _review_process(repo: PolicyRepo, base: str) -> subprocess.CompletedProcess[str]:
+    """``xce-policy review`` as CI runs it: a separate process, markdown for the PR."""
+    return subprocess.run(
+        [sys.executable, "-m", "compiler.policy.cli", "review", "--base", base,
+         "--format", "markdown"],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
+
+
 def test_review_process_exit_code_for_ci(tmp_path: Path) -> None:
     repo = PolicyRepo(tmp_path / "repo")
     repo.edit(
@@ -70,23 +83,7 @@ def test_review_process_exit_code_for_ci(tmp_path: Path) -> None:
         "      - job.requeue\n      - config.reload\n",
     )
     repo.commit("scheduler reloads config")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "compiler.policy.cli",
-            "review",
-            "--base",
-            "HEAD~1",
-            "--format",
-            "markdown",
-        ],
-        cwd=repo.path,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
-    )
+    done = _review_process(repo, "HEAD~1")
     assert done.returncode == 1, done.stderr  # scheduler may not hold an admin opcode
     assert "XCE630" in done.stderr and "Traceback" not in done.stderr
     text = (repo.path / "site-config" / "policy-waivers.yaml").read_text()
@@ -98,23 +95,7 @@ def test_review_process_exit_code_for_ci(tmp_path: Path) -> None:
         .replace("role: proxy", "role: scheduler"),
     )
     repo.commit("waive it")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "compiler.policy.cli",
-            "review",
-            "--base",
-            "HEAD~2",
-            "--format",
-            "markdown",
-        ],
-        cwd=repo.path,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
-    )
+    done = _review_process(repo, "HEAD~2")
     assert done.returncode == 3, done.stderr
     assert "| ⚠️ | role `scheduler` | gains `config.reload (801, admin)` |" in done.stdout
     assert "| ⚠️ | waiver `scheduler-reload` | added:" in done.stdout
