@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.model.document import SiteDocument
+from compiler.model.providers import Provider
 
 IMPLICIT_CONTROLLER = "controller"
 
@@ -15,6 +16,13 @@ def controller_name(doc: SiteDocument) -> str:
         if p.item.kind == "controller-map":
             return p.item.name
     return IMPLICIT_CONTROLLER
+
+
+def _params(doc: SiteDocument, p: Provider) -> dict[str, Any]:
+    """A built-in's params as its model validated them (sizes and durations in numbers),
+    only the keys written; an external provider's as written, for its program to read."""
+    parsed = doc.params.get(p.name)
+    return p.params if parsed is None else parsed.model_dump(mode="json", exclude_unset=True)
 
 
 def build_bindings(doc: SiteDocument) -> dict[str, Any]:
@@ -37,10 +45,11 @@ def build_bindings(doc: SiteDocument) -> dict[str, Any]:
         providers[p.name] = {
             "kind": p.kind,
             "command": p.command,
-            "params": p.params,
+            "params": _params(doc, p),
             "secrets": dict(p.credentials),
             "account": p.account,
             "timeout": p.timeout,
+            "max_reply_bytes": p.max_reply_bytes,
             "proxy": active.get(p.name),
             "standbys": sorted(standbys.get(p.name, [])),
         }
@@ -53,6 +62,7 @@ def build_bindings(doc: SiteDocument) -> dict[str, Any]:
             "secrets": {},
             "account": None,
             "timeout": 30,
+            "max_reply_bytes": Provider.model_fields["max_reply_bytes"].default,
             "proxy": None,
             "standbys": [],
         }

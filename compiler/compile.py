@@ -12,7 +12,7 @@ from compiler.checks.capacity import check_caches, check_quotas, check_warnings
 from compiler.checks.collisions import check_copy_ids, check_counter_ids, check_quota_ids
 from compiler.checks.hosts import HostTable, expand_hosts
 from compiler.checks.index import build_index
-from compiler.checks.providers import check_provider_kinds, check_proxies
+from compiler.checks.providers import check_cache_locations, check_provider_kinds, check_proxies
 from compiler.checks.references import check_references
 from compiler.checks.secrets import check_secrets
 from compiler.emit.context import EmitContext
@@ -99,6 +99,7 @@ def check_document(doc: SiteDocument, problems: Problems) -> HostTable:
     check_counter_ids(doc, index, hosts, problems)
     check_copy_ids(doc, problems)
     check_provider_kinds(doc, index, problems)
+    check_cache_locations(doc, index, problems)
     check_proxies(doc, index, problems)
     check_secrets(doc, problems)
     check_quotas(doc, index, problems)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from ClusterShell.NodeSet import NodeSet, NodeSetBase, NodeSetException
 from ClusterShell.RangeSet import RangeSet
 
+from compiler.names import MAX_NAME_BYTES
+
 MAX_RANGE = 65_536
 # Bracket groups multiply (``a[1-60000]b[1-60000]`` is 3.6 billion names): a bound on the
 # whole expression keeps a typo from exhausting memory. Ten times the largest site we plan for.
@@ -107,24 +109,31 @@ def _clustershell_ranges(ranges: Iterable[_Range]) -> str:
 def _normalise_term(term: str, offset: int) -> str:
     out: list[str] = []
     i = 0
+    longest = 0  # the longest host name the term makes (ASCII: characters are bytes)
     if not term:
         raise HostlistError("empty host name (two commas in a row, or a trailing comma)", offset)
     while i < len(term):
         ch = term[i]
         if ch == "[":
             end = term.index("]", i)
-            out.append(
-                "[" + _clustershell_ranges(_parse_ranges(term[i + 1 : end], offset + i + 1)) + "]"
-            )
+            ranges = _parse_ranges(term[i + 1 : end], offset + i + 1)
+            longest += max(max(r.width, len(str(r.hi))) for r in ranges)
+            out.append("[" + _clustershell_ranges(ranges) + "]")
             i = end + 1
         elif _NAME_CHARS.match(ch):
             out.append(ch)
+            longest += 1
             i += 1
         else:
             raise HostlistError(
                 f"character {ch!r} is not allowed in a host name (letters, digits, '.', '_', '-')",
                 offset + i,
             )
+    if longest > MAX_NAME_BYTES:
+        raise HostlistError(
+            f"it makes host names of {longest} characters; a name has at most {MAX_NAME_BYTES}",
+            offset,
+        )
     return "".join(out)
 
 

@@ -4,7 +4,52 @@ from __future__ import annotations
 
 import difflib
 import heapq
+import unicodedata
 from collections.abc import Iterable
+
+# The longest name, in UTF-8 bytes: a path component (NAME_MAX on Linux filesystems), a
+# user or group name, one part of an entry id. Live entries are held to it too.
+MAX_NAME_BYTES = 255
+
+
+def invisible_reason(name: str) -> str | None:
+    """Why ``name`` shows other than it is, or None: an invisible format character (Unicode
+    category Cf: U+202E turns the text around it, U+200B and U+FEFF show as nothing) or a
+    lone surrogate (not text at all; it cannot even be written as UTF-8)."""
+    if name.isascii():
+        return None
+    for ch in name:
+        category = unicodedata.category(ch)
+        if category == "Cf":
+            what = unicodedata.name(ch, "a format character")
+            return f"it contains the invisible character U+{ord(ch):04X} ({what})"
+        if category == "Cs":
+            return f"it contains U+{ord(ch):04X}, a lone surrogate, which is not text"
+    return None
+
+
+def too_long_reason(name: str) -> str | None:
+    """Why ``name`` is too long to be a name, or None (bytes of UTF-8, as filesystems count)."""
+    if len(name) * 4 <= MAX_NAME_BYTES:  # the usual case, without encoding
+        return None
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size <= MAX_NAME_BYTES:
+        return None
+    return f"it is {size} bytes long in UTF-8; a name has at most {MAX_NAME_BYTES}"
+
+
+def shown(name: str) -> str:
+    """A name as messages show it: quoted, escaped (no control or invisible character reaches
+    the terminal), and shortened when long."""
+    return repr(name) if len(name) <= 60 else repr(name[:40]) + f"… ({len(name)} characters)"
+
+
+def visible(text: str) -> str:
+    """``text`` with each character that does not print (control, format, surrogate) escaped,
+    for a key quoted in a message."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
 def path_unsafe_reason(name: str) -> str | None:
@@ -27,7 +72,7 @@ def path_unsafe_reason(name: str) -> str | None:
         return "it contains a control character"
     if any(c.isspace() for c in name):
         return "it contains white space"
-    return None
+    return invisible_reason(name) or too_long_reason(name)
 
 
 MAX_CANDIDATES = 2000

@@ -85,7 +85,8 @@ class SupplyMap:
     ``settings`` carries the site's planning policy (discovery, join deadline, safety
     thresholds, management levels, protected ids) so that a saved map is self-contained.
     A live map has ``unknown`` (provider -> reason) for providers that did not answer
-    fully: their entries are unknown, never absent.
+    fully: their entries are unknown, never absent; ``unknown_entries`` (entry id ->
+    reason) does the same for single entries, such as an id two providers both report.
     """
 
     entries: dict[str, Entry]
@@ -96,6 +97,7 @@ class SupplyMap:
     settings: Mapping[str, Any] = field(default_factory=dict)
     unknown: Mapping[str, str] = field(default_factory=dict)
     generations: Mapping[str, int] = field(default_factory=dict)
+    unknown_entries: Mapping[str, str] = field(default_factory=dict)
 
     def content_digest(self, entries: list[dict[str, Any]] | None = None) -> str:
         """Digest of entries and settings only: no revision, no timestamps."""
@@ -119,6 +121,8 @@ class SupplyMap:
             doc["unknown"] = dict(self.unknown)
         if self.generations:
             doc["generations"] = dict(self.generations)
+        if self.unknown_entries:
+            doc["unknown_entries"] = dict(self.unknown_entries)
         return doc
 
     def dumps(self) -> bytes:
@@ -143,6 +147,7 @@ class SupplyMap:
             settings=doc.get("settings") or {},
             unknown=doc.get("unknown") or {},
             generations=doc.get("generations") or {},
+            unknown_entries=doc.get("unknown_entries") or {},
         )
 
 
@@ -164,6 +169,7 @@ class _Wire(msgspec.Struct, forbid_unknown_fields=True):
     settings: Any = msgspec.UNSET
     unknown: Any = msgspec.UNSET
     generations: Any = msgspec.UNSET
+    unknown_entries: Any = msgspec.UNSET
 
 
 _WIRE = msgspec.json.Decoder(_Wire)

@@ -1,7 +1,8 @@
 """Reading YAML fast, and finding lines only where a problem needs them.
 
 Every file is loaded with ruamel.yaml's safe loader on its C parser (no line
-information, no round-trip cost), or on its pure parser where the C one fails. Problems
+information, no round-trip cost), or on its pure parser where the C one fails; before
+either sees a text, ``check_nesting`` makes sure it cannot lead them too deep. Problems
 carry a YAML path; ``Locator`` composes only the files that have problems (nodes with
 marks) to turn those paths into line and column. Duplicate keys and syntax errors are
 found with marks directly.
@@ -9,8 +10,10 @@ found with marks directly.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable, Iterator, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -20,10 +23,9 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from compiler.problems import Problem, Problems, Where, YPath
+from compiler.yaml_nesting import MAX_DEPTH, TooDeep, Trouble, check_nesting, shape_trouble
 
 YAML_SUFFIXES = (".yaml", ".yml")
-MAX_DEPTH = 64  # the language nests about six levels; provider params get the rest
-MAX_VALUES = 5_000_000  # values once aliases are expanded ("billion laughs" stop here)
 
 
 def _safe_yaml(pure: bool = False) -> YAML:
@@ -34,7 +36,9 @@ def _safe_yaml(pure: bool = False) -> YAML:
 
 def _load(text: str) -> Any:
     """The C parser first (fast); where it fails, the pure one, which also reads the YAML 1.2
-    forms libyaml rejects (a ':' inside a flow scalar: ``{token: env:X}``)."""
+    forms libyaml rejects (a ':' inside a flow scalar: ``{token: env:X}``). Neither sees a
+    text that nests too deep (``TooDeep``): the C one would crash the process."""
+    check_nesting(text)
     try:
         return _safe_yaml().load(text)
     except MarkedYAMLError:
@@ -42,7 +46,8 @@ def _load(text: str) -> Any:
 
 
 def _compose(text: str) -> Node | None:
-    """Nodes with marks, by the same two parsers as ``_load``."""
+    """Nodes with marks, by the same two parsers as ``_load``, after the same check."""
+    check_nesting(text)
     try:
         node: Node | None = _safe_yaml().compose(text)
     except MarkedYAMLError:
@@ -179,26 +184,16 @@ def load_text(
         return None
     try:
         data = _load(text)
+    except TooDeep as err:
+        problems.error(
+            "XCE001",
+            f"YAML nests more than {MAX_DEPTH} levels deep here",
+            "the language needs a few levels; write this value out flatter",
+            Where(shown, line=err.line + 1, column=err.column + 1),
+        )
+        return None
     except MarkedYAMLError as err:
-        dups = _duplicate_keys(text, shown)
-        if dups:
-            problems.extend(dups)
-        else:
-            what = err.problem or err.context or "invalid YAML"
-            start = err.context_mark
-            also: list[Where] = []
-            end = err.problem_mark
-            if err.problem and err.context and start and end and start.line < end.line:
-                # The parser notices late (an unclosed '[' at the next item): say where it began.
-                what += f" ({err.context} that starts at line {start.line + 1})"
-                also.append(Where(shown, line=start.line + 1, column=start.column + 1))
-            problems.error(
-                "XCE001",
-                f"YAML syntax error: {what}",
-                "check indentation, quoting and brackets around this place",
-                _mark_where(shown, err),
-                also=also,
-            )
+        problems.extend(_duplicate_keys(text, shown) or [_syntax_problem(err, shown)])
         return None
     except (YAMLError, RecursionError, ValueError, TypeError) as err:
         problems.error(
@@ -208,53 +203,105 @@ def load_text(
             Where(shown, line=1, column=1),
         )
         return None
-    trouble = _shape_trouble(data)
+    trouble = shape_trouble(data, (dict, list), _data_children)
     if trouble is not None:
-        problems.error(
-            "XCE001",
-            f"the document cannot be read: {trouble}",
-            "write the values out instead of nesting aliases (*name) or lists this deep",
-            Where(shown, line=1, column=1),
-        )
+        problems.add(_shape_problem(trouble.reason, text, shown))
+        return None
+    if _SURROGATE_ESCAPE.search(text) and _holds_surrogate(data):
+        problems.add(_surrogate_problem(text, shown))
         return None
     return SourceFile(shown, path or Path(shown), data)
 
 
-def _shape_trouble(data: Any) -> str | None:
-    """Why a loaded document cannot be walked safely, or None.
+# A lone surrogate can enter a document only through an escape of a double-quoted scalar.
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u[dD][89a-fA-F]|U0000[dD][89a-fA-F])")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
-    Aliases make the data a graph: a cycle (``&a [*a]``) would send every later walk round
-    forever, and nested aliases can stand for billions of values; very deep nesting
-    overflows recursive readers (validation, messages, JSON). Each container is measured
-    once, without recursion.
-    """
-    measured: dict[int, tuple[int, int]] = {}  # id -> (values once expanded, depth)
-    open_ids: set[int] = set()  # the containers being measured: the current path
-    stack: list[tuple[Any, bool]] = [(data, False)]
+
+def _holds_surrogate(data: Any) -> bool:
+    """A key or value with a lone surrogate (``"\\ud800"``): not a character, so no output
+    (UTF-8 JSON, the terminal) could hold it."""
+    stack = [data]
     while stack:
-        node, closing = stack.pop()
-        if not isinstance(node, dict | list):
-            continue
-        key = id(node)
-        children = list(node.values()) if isinstance(node, dict) else node
-        if closing:
-            open_ids.discard(key)
-            size, depth = 1, 1
-            for child in children:
-                s, d = measured.get(id(child), (1, 0))
-                size, depth = size + s, max(depth, d + 1)
-            if size > MAX_VALUES:
-                return f"its aliases expand to more than {MAX_VALUES:,} values"
-            if depth > MAX_DEPTH:
-                return f"it nests more than {MAX_DEPTH} levels deep"
-            measured[key] = (size, depth)
-        elif key in open_ids:
-            return "an alias refers to a mapping or list that contains it (a cycle)"
-        elif key not in measured:
-            open_ids.add(key)
-            stack.append((node, True))
-            stack.extend((child, False) for child in children)
-    return None
+        node = stack.pop()
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _surrogate_problem(text: str, shown: str) -> Problem:
+    where = Where(shown, line=1, column=1)
+    with contextlib.suppress(YAMLError):
+        stack = [_compose(text)]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ScalarNode) and _SURROGATE.search(str(node.value)):
+                mark = node.start_mark
+                where = Where(shown, line=mark.line + 1, column=mark.column + 1)
+                break
+            if isinstance(node, MappingNode | SequenceNode):
+                stack.extend(reversed(_node_children(node)))
+    return Problem(
+        "XCE001",
+        "a \\u escape writes a lone surrogate (U+D800 to U+DFFF), which is not a character",
+        "write the character itself, or as one escape: \\U0001F600 rather than \\ud83d\\ude00",
+        where,
+    )
+
+
+def _syntax_problem(err: MarkedYAMLError, shown: str) -> Problem:
+    what = err.problem or err.context or "invalid YAML"
+    start = err.context_mark
+    also: list[Where] = []
+    end = err.problem_mark
+    if err.problem and err.context and start and end and start.line < end.line:
+        # The parser notices late (an unclosed '[' at the next item): say where it began.
+        what += f" ({err.context} that starts at line {start.line + 1})"
+        also.append(Where(shown, line=start.line + 1, column=start.column + 1))
+    return Problem(
+        "XCE001",
+        f"YAML syntax error: {what}",
+        "check indentation, quoting and brackets around this place",
+        _mark_where(shown, err),
+        also=tuple(also),
+    )
+
+
+def _data_children(node: Any) -> Sequence[Any]:
+    return list(node.values()) if isinstance(node, dict) else node
+
+
+def _node_children(node: Any) -> Sequence[Any]:
+    if isinstance(node, MappingNode):
+        return [part for pair in node.value for part in pair]
+    return node.value  # type: ignore[no-any-return]
+
+
+def _shape_problem(reason: str, text: str, shown: str) -> Problem:
+    """The loaded data cannot be walked safely; the same walk over the composed nodes (safe:
+    the text itself nests no deeper than the limit) finds the place."""
+    def where(node: Any) -> Where:
+        mark = node.start_mark
+        return Where(shown, line=mark.line + 1, column=mark.column + 1)
+
+    found: Trouble | None = None
+    with contextlib.suppress(YAMLError):
+        found = shape_trouble(_compose(text), (MappingNode, SequenceNode), _node_children)
+    at = where(found.at) if found is not None else Where(shown, line=1, column=1)
+    also = (where(found.target),) if found is not None and found.target is not None else ()
+    return Problem(
+        "XCE001",
+        f"the document cannot be read: {reason}",
+        "write the values out instead of nesting aliases (*name) this deep or this often",
+        at,
+        also=also,
+    )
 
 
 class Locator:

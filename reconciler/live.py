@@ -9,18 +9,24 @@ the same map from a file that proxies exported (``xce-plan --live FILE``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from compiler.names import MAX_NAME_BYTES, shown, too_long_reason
 from compiler.problems import Problem, Severity, UserError, Where
 from compiler.supply_map import SCHEMA_VERSION, Entry, SupplyMap, decode_map
+from reconciler.plan_render.common import TEXT_LIMIT, shorten
 from reconciler.protocol import ErrorCode, ProviderError, Request
 from reconciler.providers.registry import open_provider
+
+if TYPE_CHECKING:
+    from reconciler.state.store import StateStore
 
 # Problem codes (docs/errors.md, "Providers and live map").
 BAD_BINDING = "XCE700"
@@ -36,12 +42,22 @@ SNAPSHOT_SHAPE = "XCE709"
 NOT_BOUND = "XCE710"
 BAD_BINDINGS = "XCE711"
 SNAPSHOT_NEWER = "XCE712"
+ROLLED_BACK = "XCE714"
+CANNOT_ACCEPT = "XCE715"
 
 MAX_SNAPSHOT_PROBLEMS = 100
 _INT64 = range(-(2**63), 2**64)  # the integers orjson reads as int (with unsigned 64 bits)
 _REQUIRED = ("id", "kind", "state", "source")
 _OPTIONAL_TEXT = ("provider", "location", "owner")
 _OBJECTS = ("attributes", "spec")
+# The compiler's limit on a name (compiler.names) holds for each name inside a live id,
+# location or owner tag; an id holds at most a handful of names (a dataset copy: name,
+# version, location kind and name), so 2,048 bytes bound a whole one.
+MAX_ID_BYTES = 2048
+_NAME_SEPARATORS = re.compile("[/@]")
+_SURELY_SHORT = MAX_NAME_BYTES // 4  # this many characters fit in any UTF-8 byte limit
+_COMPOSED = frozenset({"id", "location", "owner"})  # names joined by '/' and '@'
+_TEXT_FIELDS = (*_REQUIRED, *_OPTIONAL_TEXT)
 
 _BY_CODE = {
     ErrorCode.UNAVAILABLE: UNAVAILABLE,
@@ -59,7 +75,11 @@ _HINTS = {
     REFUSED: "fix the cause the provider names; until then its entries are unknown",
     PARTIAL: "see why the provider could not see everything it holds; "
     "until it reports a complete inventory, its entries are unknown",
-    DUPLICATE: "each entry must be held by exactly one provider: check the bindings",
+    DUPLICATE: "each entry must be held by exactly one provider: check the bindings; until "
+    "then the entry is unknown and nothing is planned for it",
+    ROLLED_BACK: "a restored backup or a stale standby answers for the provider: point the "
+    "binding at the current one; if the provider was replaced on purpose, accept its "
+    "generation with xce-plan --accept-generation NAME",
 }
 
 
@@ -80,20 +100,45 @@ class _Report:
     problem: Problem | None = None
 
 
+def too_long(key: str, value: str) -> str | None:
+    """Why a text field of a live entry breaks the compiler's name limits, or None.
+
+    Ids come from providers, which may be buggy or hostile: a 1 MiB id would be carried
+    into every plan, rendering and state row."""
+    if len(value) <= _SURELY_SHORT:  # the usual case: no encoding, no split
+        return None
+    if key not in _COMPOSED:
+        why = too_long_reason(value)
+        return None if why is None else f"'{key}' {shown(value)} is too long: {why}"
+    size = len(value.encode("utf-8", "surrogatepass"))  # a built-in may report any str
+    if size > MAX_ID_BYTES:
+        return f"'{key}' is {size} bytes long in UTF-8; at most {MAX_ID_BYTES} are allowed"
+    for name in _NAME_SEPARATORS.split(value):
+        why = too_long_reason(name)
+        if why is not None:
+            return f"'{key}' {shown(value)} holds a name that is too long: {why}"
+    return None
+
+
 def entry_errors(doc: object) -> list[tuple[str | None, str]]:
     """What is wrong with one entry object, as (field, message) pairs; empty when valid."""
     if not isinstance(doc, Mapping):
         return [(None, "entry is not an object")]
     get = doc.get  # one entry of millions: keep the valid path to a few dict lookups
     errs: list[tuple[str | None, str]] = []
+    longer: list[str] = []  # text fields too long to be surely within the name limits
     for key in _REQUIRED:
         value = get(key)
         if not isinstance(value, str) or not value:
             errs.append((key, f"'{key}' must be a non-empty string"))
+        elif len(value) > _SURELY_SHORT:
+            longer.append(key)
     for key in _OPTIONAL_TEXT:
         value = get(key)
         if value is not None and not isinstance(value, str):
             errs.append((key, f"'{key}' must be a string"))
+        elif value is not None and len(value) > _SURELY_SHORT:
+            longer.append(key)
     amount = get("amount")
     if amount is not None and (not isinstance(amount, int) or isinstance(amount, bool)):
         errs.append(("amount", "'amount' must be an integer in base units"))
@@ -101,13 +146,18 @@ def entry_errors(doc: object) -> list[tuple[str | None, str]]:
         value = get(key)
         if value is not None and not isinstance(value, Mapping):
             errs.append((key, f"'{key}' must be an object"))
+    for key in longer:
+        why = too_long(key, doc[key])
+        if why is not None:
+            errs.append((key, why))
     if not errs and not doc["id"].startswith(doc["kind"] + "/"):
-        errs.append(("id", f"id {doc['id']!r} does not start with its kind '{doc['kind']}/'"))
+        errs.append(("id", f"id {shown(doc['id'])} does not start with its kind "
+                     f"'{doc['kind']}/'"))
     return errs
 
 
 def _failed(provider: str, err: ProviderError, code: str | None = None) -> _Report:
-    message = err.message
+    message = shorten(err.message, TEXT_LIMIT)  # repeated in every unknown entry's reason
     if not message.startswith(f"provider '{provider}'"):
         message = f"provider '{provider}' could not report its inventory: {message}"
     code = code or _BY_CODE.get(err.code, REFUSED)
@@ -123,8 +173,9 @@ def _garbage(provider: str, what: str) -> _Report:
 
 def _parse_inventory(provider: str, result: Mapping[str, Any]) -> _Report:
     generation, entries = result.get("generation"), result.get("entries")
-    if not isinstance(generation, int) or isinstance(generation, bool) or generation < 0:
-        return _garbage(provider, "inventory 'generation' is not a non-negative integer")
+    if not _is_generation(generation):
+        return _garbage(provider, "inventory 'generation' is not a whole number from 0 to "
+                        "2**64-1")
     if not isinstance(result.get("complete"), bool) or not isinstance(entries, list):
         return _garbage(provider, "inventory needs a boolean 'complete' and an 'entries' list")
     if not result["complete"]:
@@ -138,9 +189,10 @@ def _parse_inventory(provider: str, result: Mapping[str, Any]) -> _Report:
         if errs:
             return _garbage(provider, f"inventory entry #{i}: {errs[0][1]}")
         if doc.get("provider") not in (None, provider):
-            return _garbage(provider, f"entry {doc['id']} claims provider {doc['provider']!r}")
+            return _garbage(provider, f"entry {shown(doc['id'])} claims provider "
+                            f"{shown(doc['provider'])}")
         if doc["id"] in parsed:
-            return _garbage(provider, f"entry {doc['id']} is listed twice")
+            return _garbage(provider, f"entry {shown(doc['id'])} is listed twice")
         entry = Entry.from_json(doc)
         parsed[entry.id] = entry if entry.provider else replace(entry, provider=provider)
     return _Report(provider, list(parsed.values()), generation)
@@ -162,21 +214,33 @@ def _ask(provider: str, binding: Any, workdir: Path, owner: str) -> _Report:
     return _parse_inventory(provider, reply.result)
 
 
-def _merge(reports: Iterable[_Report]) -> tuple[dict[str, Entry], list[Problem]]:
-    """Entries of all providers keyed by id; an id held by two providers is a problem."""
+@dataclass(slots=True)
+class _Merged:
+    entries: dict[str, Entry]
+    contested: dict[str, str]  # entry id -> why neither report is trusted
+    problems: list[Problem]
+
+
+def _merge(reports: Iterable[_Report]) -> _Merged:
+    """Entries of all providers keyed by id. An id two providers report is trusted from
+    neither: which one holds it is exactly what is in question, so it is unknown."""
     merged: dict[str, Entry] = {}
-    problems: list[Problem] = []
+    holders: dict[str, list[str]] = {}
     for report in reports:
         for entry in report.entries:
             first = merged.setdefault(entry.id, entry)
             if first is not entry:
-                problems.append(Problem(
-                    DUPLICATE,
-                    f"entry {entry.id} is reported by providers '{first.provider}' and "
-                    f"'{entry.provider}'; keeping the report of '{first.provider}'",
-                    _HINTS[DUPLICATE], subject=entry.provider,
-                ))
-    return merged, problems
+                holders.setdefault(entry.id, [str(first.provider)]).append(report.provider)
+    contested: dict[str, str] = {}
+    problems: list[Problem] = []
+    for entry_id, names in sorted(holders.items()):
+        del merged[entry_id]
+        both = " and ".join(f"'{n}'" for n in names)
+        contested[entry_id] = f"reported by providers {both}, so neither report is trusted"
+        problems.append(Problem(
+            DUPLICATE, f"entry {entry_id} is {contested[entry_id]}: it is unknown",
+            _HINTS[DUPLICATE], subject=entry_id))
+    return _Merged(merged, contested, problems)
 
 
 def gather_live(
@@ -211,16 +275,75 @@ def gather_live(
             problems.append(report.problem)
         if report.reason is not None:
             unknown[report.provider] = report.reason
-    entries, dup_problems = _merge(r for r in reports if r.reason is None)
+    merged = _merge(r for r in reports if r.reason is None)
     generations = {r.provider: r.generation for r in reports if r.generation is not None}
     live = SupplyMap(
-        entries=entries,
+        entries=merged.entries,
         site=owner.removeprefix("site/"),
         owner=owner,
         unknown=dict(sorted(unknown.items())),
         generations=generations,
+        unknown_entries=merged.contested,
     )
-    return LiveResult(live, (*problems, *dup_problems))
+    return LiveResult(live, (*problems, *merged.problems))
+
+
+def distrust_rollbacks(live: SupplyMap, recorded: Mapping[str, int]) -> LiveResult:
+    """``live`` with every provider whose generation is below the one ``recorded`` (the
+    state store's, from earlier gathers) made unknown: generations only grow, so a lower
+    one is a restored backup or a stale standby, whose inventory is not the present."""
+    behind = {name: (gen, recorded[name]) for name, gen in live.generations.items()
+              if name not in live.unknown and gen < recorded.get(name, gen)}
+    if not behind:
+        return LiveResult(live)
+    problems: list[Problem] = []
+    unknown = dict(live.unknown)
+    for name, (gen, seen) in sorted(behind.items()):
+        message = (f"provider '{name}' reports inventory generation {gen}, lower than "
+                   f"generation {seen} recorded in the state store")
+        unknown[name] = f"{message}; its inventory is not trusted"
+        problems.append(Problem(ROLLED_BACK, message, _HINTS[ROLLED_BACK],
+                                severity=Severity.WARNING, subject=name))
+    entries = {k: e for k, e in live.entries.items() if e.provider not in behind}
+    return LiveResult(replace(live, entries=entries, unknown=dict(sorted(unknown.items()))),
+                      tuple(problems))
+
+
+def trust_generations(live: SupplyMap, store: StateStore | None, site: str, *,
+                      gathered: bool, accept: Collection[str] = ()) -> LiveResult:
+    """Check ``live`` against the generations the state store recorded for ``site``, and
+    record those of a live gather (``gathered``; a snapshot file is a past view, so it is
+    checked but never recorded). ``accept`` names providers replaced on purpose: their
+    present generation is recorded even though it is lower (``xce-plan --accept-generation``).
+    """
+    refused = [
+        Problem(CANNOT_ACCEPT, f"cannot accept the generation of provider '{name}': {why}",
+                "accept a generation from a live gather in which the provider answers, with "
+                "the state store it is recorded in (--state)", subject=name)
+        for name in sorted(accept)
+        if (why := _unacceptable(live, name, store, gathered)) is not None
+    ]
+    if store is None:
+        return LiveResult(live, tuple(refused))
+    for name in sorted(set(accept) - {p.subject for p in refused}):
+        store.accept_generation(site, name, live.generations[name])
+    checked = distrust_rollbacks(live, store.provider_generations(site))
+    if gathered:
+        trusted = checked.live
+        store.record_generations(site, {name: gen for name, gen in trusted.generations.items()
+                                        if name not in trusted.unknown})
+    return LiveResult(checked.live, (*refused, *checked.problems))
+
+
+def _unacceptable(live: SupplyMap, name: str, store: StateStore | None,
+                  gathered: bool) -> str | None:
+    if store is None:
+        return "there is no state store to record it in"
+    if not gathered:
+        return "a live-map snapshot is a past view, not the provider's present answer"
+    if name not in live.generations or name in live.unknown:
+        return "it did not report a complete inventory"
+    return None
 
 
 def _schema_problem(doc: Mapping[str, Any], file: str) -> Problem | None:
@@ -266,19 +389,21 @@ def _is_reason(value: object) -> bool:
 
 
 def _is_generation(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    """A whole number ≥ 0 that orjson reads as one (msgspec reads 2**64 exactly, orjson not)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64
 
 
 # What the planner reads from each provider: why it did not report, and its generation
-# (the empty-inventory guard tells a new provider by it).
+# (the empty-inventory guard tells a new provider by it); and why single entries are unknown.
 _PER_PROVIDER = (("unknown", _is_reason, "a reason (a string)"),
-                 ("generations", _is_generation, "a whole number ≥ 0"))
+                 ("generations", _is_generation, "a whole number ≥ 0"),
+                 ("unknown_entries", _is_reason, "a reason (a string)"))
 
 
 def _field_problems(doc: Mapping[str, Any], file: str) -> list[Problem]:
     problems = [
         Problem(SNAPSHOT_SHAPE, f"'{key}' must be an object", "", Where(file, (key,)))
-        for key in ("unknown", "generations", "settings")
+        for key in ("unknown", "generations", "settings", "unknown_entries")
         if doc.get(key) is not None and not isinstance(doc[key], Mapping)
     ]
     if problems:
@@ -296,7 +421,17 @@ def _plain_entry(e: Entry) -> bool:
     """``entry_errors`` is empty, for an entry msgspec made (so the field types hold):
     keep the two in step. An integer beyond 64 bits is a float to orjson, so an error."""
     return bool(e.kind and e.state and e.source and e.id.startswith(e.kind + "/")
-                and (e.amount is None or e.amount in _INT64))
+                and (e.amount is None or e.amount in _INT64)
+                and (_surely_short(e) or all(too_long(key, getattr(e, key) or "") is None
+                                             for key in _TEXT_FIELDS)))
+
+
+def _surely_short(e: Entry) -> bool:
+    """Every text field is too short to break a limit (chained tests: the cheapest form)."""
+    n = _SURELY_SHORT
+    return (len(e.id) <= n and len(e.kind) <= n and len(e.state) <= n and len(e.source) <= n
+            and len(e.provider or "") <= n and len(e.location or "") <= n
+            and len(e.owner or "") <= n)
 
 
 def _fast_snapshot(raw: bytes, file: str) -> SupplyMap | None:
@@ -332,10 +467,10 @@ def load_live_snapshot(path: Path) -> SupplyMap:
                                  "", where)]) from None
     problems = _snapshot_problems(doc, file)
     if problems:
-        shown = problems[:MAX_SNAPSHOT_PROBLEMS]
-        if len(problems) > len(shown):
-            shown.append(Problem(SNAPSHOT_SHAPE,
-                                 f"… and {len(problems) - len(shown)} more problems", "",
-                                 Where(file)))
-        raise UserError(shown)
+        listed = problems[:MAX_SNAPSHOT_PROBLEMS]
+        if len(problems) > len(listed):
+            listed.append(Problem(SNAPSHOT_SHAPE,
+                                  f"… and {len(problems) - len(listed)} more problems", "",
+                                  Where(file)))
+        raise UserError(listed)
     return SupplyMap.from_json(doc)

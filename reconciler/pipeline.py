@@ -16,9 +16,11 @@ import orjson
 from compiler.gc_pause import gc_paused
 from compiler.problems import Problem, Problems, Severity, UserError
 from compiler.supply_map import SupplyMap, decode_map
-from reconciler.live import gather_live, load_live_snapshot
+from reconciler.dataset_versions import VersionSources, enforce_versions, explain_corrections
+from reconciler.live import LiveResult, gather_live, load_live_snapshot, trust_generations
 from reconciler.plan_model import Plan
 from reconciler.planner import make_plan
+from reconciler.state.store import StateStore
 
 DEFAULT_WORKDIR = ".xce"
 STATE_FILE = "state.sqlite"  # the embedded state store, inside the workdir
@@ -32,6 +34,7 @@ class Desired:
     bindings: Mapping[str, Any]
     digest: str
     warnings: tuple[Problem, ...] = ()
+    versions: VersionSources | None = None  # where datasets are written (not from a map file)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +133,8 @@ def compile_desired(site_dir: Path) -> Desired:
     supply = SupplyMap(entries=s.entries, site=s.site, owner=s.owner, revision=revision.commit,
                        dirty=revision.dirty, settings=s.settings)
     bindings = resolve_site_paths(compiled.bindings, site_dir)
-    return Desired(supply, bindings, supply.content_digest(), tuple(shown))
+    return Desired(supply, bindings, supply.content_digest(), tuple(shown),
+                   VersionSources.of(compiled.document, files))
 
 
 def load_desired(site_dir: Path | None, desired_file: Path | None) -> Desired:
@@ -143,19 +147,33 @@ def load_desired(site_dir: Path | None, desired_file: Path | None) -> Desired:
 
 
 def gather(desired: Desired, workdir: Path, live_file: Path | None = None,
-           only: Collection[str] | None = None) -> Live:
-    """The live map from a snapshot file, or from every bound provider (in parallel)."""
+           only: Collection[str] | None = None, *, store: StateStore | None = None,
+           accept: Collection[str] = ()) -> Live:
+    """The live map from a snapshot file, or from every bound provider (in parallel).
+
+    With a state ``store``, a provider whose generation went down since the store last
+    recorded it is unknown, and a live gather's generations are recorded (``accept``:
+    providers replaced on purpose, whose lower generation is recorded; docs/plan.md)."""
     if live_file is not None:
         with gc_paused():  # as for the desired map: a million new objects, no cycles
-            return Live(load_live_snapshot(live_file))
-    result = gather_live(desired.bindings, workdir, desired.supply.owner, only=only)
-    return Live(result.live, tuple(result.problems))
+            found = LiveResult(load_live_snapshot(live_file))
+    else:
+        found = gather_live(desired.bindings, workdir, desired.supply.owner, only=only)
+    if store is None and not accept:
+        return Live(found.live, tuple(found.problems))
+    site = desired.supply.site or desired.supply.owner
+    checked = trust_generations(found.live, store, site, gathered=live_file is None,
+                                accept=accept)
+    return Live(checked.live, (*found.problems, *checked.problems))
 
 
 def plan_for(desired: Desired, live: Live, *, now: float, targets: Collection[str] = (),
              destroy: bool = False, force: bool = False,
              applied_before: bool | None = None) -> Plan:
+    """Raises UserError when an applied dataset version would change (dataset_versions)."""
+    corrections = enforce_versions(desired.supply, live.supply, desired.versions)
     with gc_paused():  # a view per compared entry: the collector would rescan both maps
-        return make_plan(desired.supply, live.supply, now=now, targets=targets,
+        plan = make_plan(desired.supply, live.supply, now=now, targets=targets,
                          destroy=destroy, force=force, desired_digest=desired.digest,
                          applied_before=applied_before)
+    return explain_corrections(plan, corrections)

@@ -52,11 +52,15 @@ class SavedPlan:
 
 def stale_entries(plan: Plan, live: SupplyMap, skip: Collection[str] = ()) -> list[str]:
     """Entries whose live JSON differs from when the plan was made (sorted ids); ``skip``
-    names entries not to check (those an interrupted apply of this plan already changed)."""
+    names entries not to check (those an interrupted apply of this plan already changed).
+    An entry the live map now calls unknown (two providers report it) cannot be checked,
+    so it counts as changed: its absence from the map proves nothing."""
+    doubtful = live.unknown_entries
     return sorted(
         entry_id
         for entry_id, fp in plan.fingerprints.items()
-        if entry_id not in skip and fingerprint(live.entries.get(entry_id)) != fp
+        if entry_id not in skip
+        and (entry_id in doubtful or fingerprint(live.entries.get(entry_id)) != fp)
     )
 
 

@@ -7,10 +7,13 @@ Secrets travel only as references (``env:NAME`` or ``file:PATH``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+from urllib.parse import quote
+
+import orjson
 
 VERBS = ("info", "probe", "inventory", "create", "update", "delete", "capacity")
 
@@ -126,6 +129,34 @@ class Reply:
                 code, str(err.get("message", "")), retry if isinstance(retry, bool) else None
             )
         )
+
+
+REDACTED = "(sensitive)"
+MIN_SECRET_CHARS = 4  # a shorter value would blank out ordinary words of every message
+
+
+def secret_values(references: Iterable[str]) -> tuple[str, ...]:
+    """What to hide for these secret references: each value that resolves now, its lines
+    (text is redacted line by line) and its JSON- and URL-escaped forms, longest first."""
+    found: set[str] = set()
+    for ref in references:
+        try:
+            value = resolve_secret(ref)
+        except ProviderError:
+            continue  # nothing resolves, so nothing can be leaked
+        for form in (value, *value.splitlines()):
+            found.update((form, orjson.dumps(form).decode()[1:-1], quote(form, safe="")))
+    return tuple(sorted((v for v in found if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True))
+
+
+def redact(text: str, values: Iterable[str]) -> str:
+    """``text`` with every secret value (from ``secret_values``) replaced by ``(sensitive)``.
+
+    The one redaction of what providers write: error messages of every transport and the
+    stderr logs of external providers."""
+    for value in values:
+        text = text.replace(value, REDACTED)
+    return text
 
 
 def resolve_secret(reference: str) -> str:

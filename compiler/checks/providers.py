@@ -9,17 +9,17 @@ from typing import Any
 from compiler.bindings import IMPLICIT_CONTROLLER
 from compiler.checks.index import Index
 from compiler.model.document import Located, SiteDocument
+from compiler.model.provider_params import EXTERNAL_KINDS, DatasetCopyParams
 from compiler.model.providers import Provider
 from compiler.problems import Problems, Where
 
-EXTERNAL = ("exec", "jsonl")
 # What each use needs of the provider bound to it.
 CAN_HOLD: dict[str, tuple[str, ...]] = {
-    "volume": ("directory", *EXTERNAL),
-    "dataset copy": ("dataset-copy", *EXTERNAL),
-    "cache": ("dataset-copy", *EXTERNAL),
-    "provisioned group": EXTERNAL,
-    "license borrowing": EXTERNAL,
+    "volume": ("directory", *EXTERNAL_KINDS),
+    "dataset copy": ("dataset-copy", *EXTERNAL_KINDS),
+    "cache": ("dataset-copy", *EXTERNAL_KINDS),
+    "provisioned group": EXTERNAL_KINDS,
+    "license borrowing": EXTERNAL_KINDS,
 }
 
 
@@ -85,8 +85,27 @@ def check_provider_kinds(doc: SiteDocument, index: Index, problems: Problems) ->
         )
 
 
+def check_cache_locations(doc: SiteDocument, index: Index, problems: Problems) -> None:
+    """A dataset-copy provider keeps its copies at its ``params.location``; a cache bound to
+    it elsewhere would have every copy staged under the wrong id (a typo there was silent)."""
+    for cache in doc.caches:
+        params = doc.params.get(cache.item.provider)
+        if not isinstance(params, DatasetCopyParams) or params.location == cache.item.location:
+            continue
+        provider = index.providers.items[cache.item.provider]
+        problems.error(
+            "XCE410",
+            f"the cache at '{cache.item.location}' is held by '{cache.item.provider}', which "
+            f"keeps its copies at '{params.location}' (its params.location)",
+            f"set the provider's location to {cache.item.location}, or bind this cache to the "
+            "provider of that location",
+            cache.where.child("provider"),
+            also=[provider.where.child("params", "location")],
+        )
+
+
 def _check_command(p: Located[Provider], problems: Problems) -> None:
-    external = p.item.kind in EXTERNAL
+    external = p.item.kind in EXTERNAL_KINDS
     if external and not p.item.command:
         problems.error(
             "XCE408",

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from compiler.model.document import SiteDocument
-from compiler.model.types import SECRET_REF_RE
+from compiler.model.types import SECRET_KEY_RE, SECRET_REF_RE
 from compiler.problems import Problems, Where
-
-SECRET_KEY_RE = re.compile(
-    r"(pass(word|wd)?|secret|token|api[_-]?key|private[_-]?key|credential|auth)", re.I
-)
 
 
 def _is_reference(value: Any) -> bool:

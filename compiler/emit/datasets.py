@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from compiler.emit.context import EmitContext
+from compiler.model.datasets import Dataset
 from compiler.model.document import SiteDocument
 from compiler.supply_map import Entry
+
+
+def dataset_spec(d: Dataset) -> dict[str, Any]:
+    """The dataset entry's spec. A correction travels with it, so the controller map keeps
+    why an applied version was corrected, and a plan from a compiled map still knows it."""
+    spec: dict[str, Any] = {"digest": d.digest, "source": d.source}
+    if d.correction is not None:
+        spec["correction"] = d.correction.model_dump()
+    return spec
 
 
 def emit_datasets(doc: SiteDocument, ctx: EmitContext) -> None:
     for loc in doc.datasets:
         d = loc.item
-        ident = f"{d.name}@{d.version}"
-        ctx.controlled(
-            f"dataset/{ident}", "dataset", d.size, spec={"digest": d.digest, "source": d.source}
-        )
+        ident = d.ident
+        ctx.controlled(f"dataset/{ident}", "dataset", d.size, spec=dataset_spec(d))
         for copy in d.copies:
             ctx.add(
                 Entry(

@@ -8,7 +8,7 @@ others, and the names of invalid items are still known (no false "unknown refere
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -17,11 +17,12 @@ from compiler.model.datasets import Cache, Dataset
 from compiler.model.errors import problems_from
 from compiler.model.hosts import HostGroup
 from compiler.model.pools import CustomCounter, LicensePool, StoragePool
+from compiler.model.provider_params import BUILTIN_PARAMS
 from compiler.model.providers import Provider, Proxy
 from compiler.model.quotas import Quota
 from compiler.model.site import Site
 from compiler.model.volumes import Volume
-from compiler.names import did_you_mean
+from compiler.names import did_you_mean, visible
 from compiler.problems import Problems, Where
 from compiler.yaml_source import SourceFile
 
@@ -80,6 +81,8 @@ class SiteDocument:
     # Raw items that failed validation, so checks can still read what they name (a proxy's
     # ``active:`` list) instead of reporting a false "served by no proxy".
     invalid_items: dict[tuple[str, ...], list[Any]] = field(default_factory=dict)
+    # A built-in provider's params as validated by its kind's model, by provider name.
+    params: dict[str, BaseModel] = field(default_factory=dict)
 
     def section(self, path: tuple[str, ...]) -> list[Located[Any]]:
         return self.items.get(path, [])
@@ -168,7 +171,9 @@ def _unknown_keys(
     for key in data:
         if key not in allowed:
             hint = did_you_mean(str(key), allowed) or f"allowed keys here: {', '.join(allowed)}"
-            problems.error("XCE101", f"unknown key '{key}'", hint, base.child(str(key)).at_key())
+            problems.error(
+                "XCE101", f"unknown key '{visible(str(key))}'", hint, base.child(str(key)).at_key()
+            )
 
 
 def _validate_list(
@@ -254,8 +259,26 @@ def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> No
         _validate_list(doc, src, path, raw, problems)
 
 
+def _validate_params(doc: SiteDocument, problems: Problems) -> None:
+    """Each built-in provider's params against its kind's model: a misspelt key is an error
+    at its line (with the nearest key), never a default silently used instead. A provider
+    with bad params stays defined, so what refers to it reports nothing more."""
+    for p in doc.providers:
+        model = BUILTIN_PARAMS.get(p.item.kind)
+        if model is None:
+            continue
+        try:
+            doc.params[p.item.name] = model.model_validate(p.item.params)
+        except ValidationError as exc:
+            for problem in problems_from(exc, model, p.where.child("params")):
+                if problem.code == "XCE105":
+                    problem = replace(problem, hint="add it under the provider's 'params:'")
+                problems.add(problem)
+
+
 def build_document(files: Iterable[SourceFile], problems: Problems) -> SiteDocument:
     doc = SiteDocument()
     for src in files:
         _validate_file(doc, src, problems)
+    _validate_params(doc, problems)
     return doc

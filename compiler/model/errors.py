@@ -9,7 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from compiler.names import did_you_mean
+from compiler.model.types import SECRET_KEY_RE
+from compiler.names import did_you_mean, visible
 from compiler.problems import Problem, Where
 
 _TYPE_NAMES = {
@@ -23,6 +24,22 @@ _TYPE_NAMES = {
     "model": "a mapping",
 }
 
+
+# A value of the right type but out of bounds: too small, too large, too short, too long.
+_OUT_OF_RANGE = frozenset({
+    "greater_than_equal", "less_than_equal", "greater_than", "less_than",
+    "string_too_short", "string_too_long", "too_short", "too_long",
+})  # fmt: skip
+
+_QUOTE_IT = "quote a date or other special value to pass it as text: '2024-01-01'"
+# Errors whose message says it all: (code, hint).
+_OWN_MESSAGE = {
+    "size": ("XCE103", "sizes are bytes or a number with a unit, e.g. 512GiB"),
+    "amount": ("XCE103", "sizes are bytes or a number with a unit, e.g. 512GiB"),
+    "duration": ("XCE104", "durations are seconds or e.g. 90s, 30m, 12h, 14d"),
+    "dataset_id": ("XCE406", "rename it without '@'"),
+    "json_number": ("XCE106", "write a finite number, or quote it to pass it as text"),
+}
 
 # Fields whose values are secrets: a type error there names the type, never the value.
 SECRET_FIELDS = frozenset({"credentials"})
@@ -85,20 +102,23 @@ def translate(err: ErrorDetails, model: type[BaseModel], where: Where) -> Proble
     msg = err["msg"]
     value = err.get("input")
     at = Where(where.file, where.ypath + loc, key=on_key)
-    shown = "a value (not shown)" if SECRET_FIELDS & set(loc) else _short(value)
+    secret = SECRET_FIELDS & set(loc) or any(SECRET_KEY_RE.search(str(p)) for p in loc)
+    shown = "a value (not shown)" if secret else _short(value)
     if etype == "extra_forbidden":
         name = str(loc[-1]) if loc else "?"
         keys = known_keys(model, loc[:-1])
         hint = did_you_mean(name, keys) or f"allowed keys here: {', '.join(keys)}"
-        return Problem("XCE101", f"unknown key '{name}'", hint, at.at_key())
+        return Problem("XCE101", f"unknown key '{visible(name)}'", hint, at.at_key())
     if etype == "missing":
         name = str(loc[-1]) if loc else "?"
         parent = Where(where.file, where.ypath + loc[:-1])
         return Problem("XCE105", f"missing required key '{name}'", f"add '{name}:' here", parent)
-    if etype in ("size", "amount"):
-        return Problem("XCE103", msg, "sizes are bytes or a number with a unit, e.g. 512GiB", at)
-    if etype == "duration":
-        return Problem("XCE104", msg, "durations are seconds or e.g. 90s, 30m, 12h, 14d", at)
+    if etype in _OWN_MESSAGE:
+        code, hint = _OWN_MESSAGE[etype]
+        return Problem(code, msg, hint, at)
+    if etype == "invalid-json-value":
+        what = "plain data (text, a number, true/false, a list or a mapping)"
+        return Problem("XCE102", f"expected {what}, got {shown}", _QUOTE_IT, at)
     if etype == "path_unsafe":
         return Problem(
             "XCE406",
@@ -106,8 +126,6 @@ def translate(err: ErrorDetails, model: type[BaseModel], where: Where) -> Proble
             "use a name without '/', '..', NUL, white space or a leading '-'",
             at.at_key() if on_key else at,
         )
-    if etype == "dataset_id":
-        return Problem("XCE406", msg, "rename it without '@'", at)
     if etype in ("name", "mode"):
         return Problem("XCE106", msg, "", at.at_key() if on_key else at)
     if etype in ("literal_error", "enum"):
@@ -124,7 +142,7 @@ def translate(err: ErrorDetails, model: type[BaseModel], where: Where) -> Proble
     if etype == "value_error":
         text = msg.removeprefix("Value error, ")
         return Problem("XCE106", text, "", at)
-    if etype in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+    if etype in _OUT_OF_RANGE:
         return Problem("XCE106", f"{shown}: {msg.lower()}", "", at)
     base = etype.split("_", 1)[0]
     want = _TYPE_NAMES.get(base, base)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from compiler.model.types import Amount, Count, Description, Duration, Name, Strict
+from compiler.model.types import Amount, Count, Description, Duration, Label, Name, Strict
 
 
 class HostOverride(Strict):
@@ -12,15 +12,15 @@ class HostOverride(Strict):
 
     counters: dict[Name, Amount] = Field(default_factory=dict)
     features: list[Name] | None = None
-    rack: str | None = None
-    switch: str | None = None
+    rack: Label | None = None
+    switch: Label | None = None
 
 
 class Provisioned(Strict):
     """A group whose hosts a provider creates on demand (cloud burst)."""
 
     provider: Name
-    template: str
+    template: Label
     count: Count | None = None
     min: Count | None = None
     max: Count | None = None
@@ -41,7 +41,7 @@ class HostGroup(Strict):
     hosts: str = ""
     counters: dict[Name, Amount] = Field(default_factory=dict)
     features: list[Name] = Field(default_factory=list)
-    rack: str | None = None
-    switch: str | None = None
+    rack: Label | None = None
+    switch: Label | None = None
     overrides: dict[str, HostOverride] = Field(default_factory=dict)
     provisioned: Provisioned | None = None

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from compiler.model.types import Description, Duration, Name, SecretRef, Strict
-
-ProviderKind = Literal["directory", "dataset-copy", "controller-map", "exec", "jsonl"]
+from compiler.model.provider_params import ProviderKind
+from compiler.model.types import (
+    Description,
+    Duration,
+    JsonData,
+    Label,
+    Name,
+    SecretRef,
+    Size,
+    Strict,
+)
 
 
 class Provider(Strict):
@@ -16,15 +24,19 @@ class Provider(Strict):
     description: Description = ""
     kind: ProviderKind
     command: list[str] | None = None
-    params: dict[str, Any] = Field(default_factory=dict)
+    # A built-in kind's params are checked against its model (provider_params.py).
+    params: JsonData = Field(default_factory=dict)
     credentials: dict[str, SecretRef] = Field(default_factory=dict)
     account: Literal["dedicated", "shared"] | None = None
     timeout: Duration = 30
+    # A longer reply fails the call and its provider is killed; the reconciler's default
+    # for a binding without it is the same (reconciler/transports/base.py, tested).
+    max_reply_bytes: Size = Field(default=256 * 2**20, gt=0)
 
 
 class Proxy(Strict):
     name: Name
     description: Description = ""
-    host: str
+    host: Label
     active: list[Name] = Field(default_factory=list)
     standby: list[Name] = Field(default_factory=list)

@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    WithJsonSchema,
+)
 from pydantic_core import PydanticCustomError
 
-from compiler.names import path_unsafe_reason
+from compiler.names import invisible_reason, path_unsafe_reason, shown, too_long_reason
 from compiler.units import MAX_AMOUNT, UnitError, parse_duration, parse_size
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SECRET_REF_RE = re.compile(r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:/\S+)$")
+# A key whose value is a secret: a literal there is refused, and never shown in a message.
+SECRET_KEY_RE = re.compile(
+    r"(pass(word|wd)?|secret|token|api[_-]?key|private[_-]?key|credential|auth)", re.I
+)
 
 
 class Strict(BaseModel):
@@ -49,12 +62,11 @@ def _amount(v: Any) -> int:
 def _name(v: Any) -> str:
     if not isinstance(v, str):
         raise PydanticCustomError("string_type", "expected a name (a string)")
-    if not _NAME_RE.match(v):
-        raise PydanticCustomError(
-            "name",
-            f"{v!r} is not a valid name: start with a letter or digit, then letters, digits, "
-            "'.', '_' or '-'",
-        )
+    reason = too_long_reason(v) or invisible_reason(v)
+    if reason is None and not _NAME_RE.match(v):
+        reason = "start with a letter or digit, then letters, digits, '.', '_' or '-'"
+    if reason:
+        raise PydanticCustomError("name", f"{shown(v)} is not a valid name: {reason}")
     return v
 
 
@@ -64,8 +76,36 @@ def _safe_name(v: Any) -> str:
         raise PydanticCustomError("string_type", "expected a name (a string)")
     reason = path_unsafe_reason(v)
     if reason:
-        # repr: a NUL or control character is shown escaped, never written to the terminal
-        raise PydanticCustomError("path_unsafe", f"{v!r} is not a path-safe name: {reason}")
+        # repr: a NUL, control or invisible character is shown escaped, never written out
+        raise PydanticCustomError("path_unsafe", f"{shown(v)} is not a path-safe name: {reason}")
+    return v
+
+
+def _label(v: Any) -> str:
+    """A name that is no path component but is shown in plans (a rack, a template, a host to
+    reach, a group to own files): any printable text, bounded like a name."""
+    if not isinstance(v, str):
+        raise PydanticCustomError("string_type", "expected a name (a string)")
+    reason = too_long_reason(v) or invisible_reason(v)
+    if reason is None and not v.isprintable():
+        reason = "it contains a control character"
+    if reason:
+        raise PydanticCustomError("name", f"{shown(v)} is not a valid name: {reason}")
+    return v
+
+
+def _volume_path(v: str) -> str:
+    """An absolute path whose every component is path-safe, as the directory provider
+    requires: checked here so that a bad path fails the compile, not the apply."""
+    parts = v.strip("/").split("/")
+    if not v.strip("/"):
+        raise PydanticCustomError("path_unsafe", f"{shown(v)} names no folder below '/'")
+    for part in parts:
+        reason = path_unsafe_reason(part)
+        if reason:
+            raise PydanticCustomError(
+                "path_unsafe", f"{shown(v)} is not a safe path: {shown(part)}: {reason}"
+            )
     return v
 
 
@@ -96,6 +136,32 @@ def _version(v: Any) -> str:
             'as written (version: "3.10")',
         )
     return _dataset_part(str(v))
+
+
+_JSON_INTEGERS = range(-(2**63), 2**64)  # what a JSON writer takes as an integer
+
+
+def _json_numbers(data: dict[str, Any]) -> dict[str, Any]:
+    """Numbers JSON cannot carry as written: infinity and NaN (a writer makes them null),
+    integers past 64 bits (a writer fails)."""
+    stack: list[tuple[str, Any]] = [("params", data)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend((f"{path}.{k}", v) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(node))
+        elif isinstance(node, float) and not math.isfinite(node):
+            raise PydanticCustomError("json_number", f"{path} is {node}, which JSON cannot hold")
+        elif isinstance(node, int) and not isinstance(node, bool) and node not in _JSON_INTEGERS:
+            shown = "(not shown)" if SECRET_KEY_RE.search(path) else _short_int(node)
+            raise PydanticCustomError("json_number", f"{path} is beyond 64 bits: {shown}")
+    return data
+
+
+def _short_int(n: int) -> str:
+    text = str(n)
+    return text if len(text) <= 30 else f"{text[:12]}… ({len(text)} digits)"
 
 
 _SIZE_STRING = {
@@ -131,6 +197,10 @@ DatasetName = Annotated[
     BeforeValidator(_dataset_part),
     WithJsonSchema({"type": "string", "pattern": r"^[^/\s@-][^/\s@]*$"}),
 ]
+Label = Annotated[str, BeforeValidator(_label)]
+# Free settings that a program reads as JSON (an external provider's params).
+JsonData = Annotated[dict[str, JsonValue], AfterValidator(_json_numbers)]
+VolumePath = Annotated[str, Field(pattern=r"^/"), AfterValidator(_volume_path)]
 Mode = Annotated[
     str, BeforeValidator(_mode), WithJsonSchema({"type": "string", "pattern": r"^[0-7]{3,4}$"})
 ]

@@ -6,7 +6,17 @@ from typing import Literal
 
 from pydantic import Field
 
-from compiler.model.types import Description, Duration, Mode, Name, SafeName, Size, Strict
+from compiler.model.types import (
+    Description,
+    Duration,
+    Label,
+    Mode,
+    Name,
+    SafeName,
+    Size,
+    Strict,
+    VolumePath,
+)
 
 AccessMode = Literal[
     "single-node-writer",
@@ -19,8 +29,8 @@ AccessMode = Literal[
 
 class RootDir(Strict):
     mode: Mode = "0755"
-    owner: str = "root"
-    group: str = "root"
+    owner: Label = "root"
+    group: Label = "root"
 
 
 class UserDirs(Strict):
@@ -40,7 +50,7 @@ class Volume(Strict):
     name: SafeName
     description: Description = ""
     provider: Name
-    path: str = Field(pattern=r"^/")
+    path: VolumePath
     capacity: Size
     access_mode: AccessMode = "multi-node-multi-writer"
     mounted_by: list[Name] = Field(default_factory=list)

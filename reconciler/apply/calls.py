@@ -2,9 +2,11 @@
 
 The journal row goes to ``running`` before each attempt and to ``done``/``failed`` after
 it, so a run killed at any point leaves the op either done or in doubt, never lost; an
-op in doubt is sent again with the same op_id and the provider deduplicates it. A reply
-``ABORTED`` means a newer epoch fenced this runner off: it stops, and writes nothing more
-for that op (the newer runner owns it now).
+op in doubt is sent again with the same op_id and the provider deduplicates it. A call
+that ran out of time, or whose reply was lost or garbled, may have been done: it fails in
+the report but stays in doubt in the journal. A reply ``ABORTED`` means a newer epoch
+fenced this runner off: it stops, and writes nothing more for that op (the newer runner
+owns it now).
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from reconciler.plan_model import Action
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
 from reconciler.state import LockLost, OpStatus, StateError, StateStore
 from reconciler.transports import Transport
+
+# failures after which the provider may still have done the op: it stays in doubt
+UNKNOWN_OUTCOME = frozenset({ErrorCode.DEADLINE_EXCEEDED, ErrorCode.INTERNAL})
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +68,13 @@ def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
     try:
         transport = ctx.transports.get(action.provider)
     except ProviderError as err:
-        ctx.store.journal_finish(op, OpStatus.FAILED, error=f"{err.code.value}: {err.message}")
+        ctx.store.journal_finish(ctx.run_id, op, OpStatus.FAILED,
+                                 error=f"{err.code.value}: {err.message}")
         return finish(Status.FAILED, 0, codes.NO_PROVIDER, err.message, err.code.value)
     planned = planned_op(op, action)
     request = request_for(action, op, ctx.epoch, ctx.owner, destroy=ctx.destroy)
     attempt = 0
+    doubtful = False  # once any attempt may have done the op, it stays in doubt
     while True:
         try:
             ctx.check_lease()
@@ -83,7 +90,7 @@ def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
             return finish(Status.ALREADY_DONE, attempt - 1)
         reply = _call_safely(transport, request)
         if reply.ok:
-            ctx.store.journal_finish(op, OpStatus.DONE, result=reply.result)
+            ctx.store.journal_finish(ctx.run_id, op, OpStatus.DONE, result=reply.result)
             return replace(finish(Status.DONE, attempt), warnings=_warnings(reply))
         failure = reply.error or ProviderError(ErrorCode.INTERNAL, "failed without an error")
         code, text = failure.code.value, f"{failure.code.value}: {failure.message}"
@@ -91,12 +98,17 @@ def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
             stop = codes.problem(codes.FENCED, f"provider '{action.provider}' refused epoch "
                                  f"{ctx.epoch}: {failure.message}", action.provider)
             return finish(Status.FAILED, attempt, codes.FENCED, text, code, stop)
+        doubtful = doubtful or failure.code in UNKNOWN_OUTCOME
         if failure.retryable and attempt <= ctx.retry.retries:
             time.sleep(ctx.retry.pause(attempt))
             continue
-        ctx.store.journal_finish(op, OpStatus.FAILED, error=text)
+        unknown = doubtful
+        ctx.store.journal_finish(ctx.run_id, op,
+                                 OpStatus.RUNNING if unknown else OpStatus.FAILED, error=text)
         tries = f" (after {attempt} attempts)" if attempt > 1 else ""
-        return finish(Status.FAILED, attempt, codes.ACTION_FAILED, text + tries, code)
+        doubt = "; it may have been done, so it stays in doubt: the next run sends it " \
+            "again under the same op_id" if unknown else ""
+        return finish(Status.FAILED, attempt, codes.ACTION_FAILED, text + tries + doubt, code)
 
 
 def _warnings(reply: Reply) -> tuple[str, ...]:

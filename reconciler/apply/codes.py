@@ -18,6 +18,7 @@ PLAN_MALFORMED = "XCE825"
 # notices
 LOCK_TAKEN_OVER = "XCE826"
 RESUMED = "XCE827"
+RECONNECTED = "XCE828"
 # why an action did not run (per action in the report)
 SKIP_DESTROY = "XCE830"
 SKIP_PROTECTED = "XCE831"

@@ -94,12 +94,7 @@ def apply(desired: Desired, source: SavedPlan | FreshPlan, store: StateStore, wo
         with Heartbeat(store, taken.lock, options.lock_ttl) as beat:
             run.epoch = store.next_epoch(run.lock)
             recovery = recover(store, run.lock)
-            if recovery.interrupted:
-                run.notices.append(codes.problem(
-                    codes.RESUMED, f"finishing after {len(recovery.interrupted)} interrupted "
-                    f"run(s) ({', '.join(recovery.interrupted)}); "
-                    f"{len(recovery.in_doubt)} op(s) were in doubt", run.lock, "",
-                    Severity.WARNING))
+            run.notices.extend(_resumed(recovery, run.lock))
             if isinstance(source, SavedPlan):
                 allow = options.allow_destroy or source.destroy
                 return _execute(run, source.plan, recovery, holder, beat, allow, verify=True)
@@ -111,8 +106,21 @@ def apply(desired: Desired, source: SavedPlan | FreshPlan, store: StateStore, wo
             store.release(run.lock, holder.name)
 
 
+def _resumed(recovery: Recovery, lock: str) -> list[Problem]:
+    """The notice that this run finishes what earlier ones left: dead runs, ops in doubt."""
+    doubt = f"{len(recovery.doubtful)} op(s) are in doubt (sent, no answer recorded)"
+    if recovery.interrupted:
+        text = (f"finishing after {len(recovery.interrupted)} interrupted run(s) "
+                f"({', '.join(recovery.interrupted)}); {doubt}")
+    elif recovery.doubtful:
+        text = f"{doubt} by earlier runs; they are sent again under their op_ids"
+    else:
+        return []
+    return [codes.problem(codes.RESUMED, text, lock, "", Severity.WARNING)]
+
+
 def _fresh_plan(run: _Run, source: FreshPlan) -> Plan:
-    live = gather(run.desired, run.workdir)
+    live = gather(run.desired, run.workdir, store=run.store)
     errors = [p for p in live.problems if p.severity is Severity.ERROR]
     if errors:
         raise UserError(errors)
@@ -151,7 +159,8 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
     run_id = f"{run_prefix(run.lock)}{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
     run.store.start_run(run_id, digest, holder.name)
     run.store.journal_add(run_id, [planned_op(op_ids[a.id], a) for a in todo])
-    recovery.close_unneeded(run.store, adopted)
+    if not partial:
+        recovery.close_unneeded(run.store, adopted)
     upfront: dict[str, Outcome] = {
         a.id: Outcome(a, op_ids[a.id], Status.ALREADY_DONE)
         for a in plan.actions if op_ids[a.id] in done
@@ -165,7 +174,7 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
                       run.options.retry, beat.check, destroy=allow_destroy)
     executor = Executor(graph, op_ids, lambda a: perform(ctx, graph.actions[a], op_ids[a]),
                         bound=run.options.parallelism,
-                        settled=lambda o: _settled(run, executor, o))
+                        settled=lambda o: _settled(run, run_id, executor, o))
     run.sink.start(len(plan.actions))
     try:
         outcomes = executor.run(upfront)
@@ -183,11 +192,12 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
     return report
 
 
-def _settled(run: _Run, executor: Executor, outcome: Outcome) -> None:
-    """Journal why an action was skipped (not after a stop: the journal may be another's)."""
+def _settled(run: _Run, run_id: str, executor: Executor, outcome: Outcome) -> None:
+    """Journal why an action was skipped (not after a stop: the journal may be another's);
+    an op in doubt stays in doubt, skipped or not."""
     run.sink.update(outcome)
     if outcome.code in _JOURNALED_SKIPS and executor.stopped is None:
-        run.store.journal_finish(outcome.op_id, OpStatus.SKIPPED,
+        run.store.journal_finish(run_id, outcome.op_id, OpStatus.SKIPPED,
                                  error=f"{outcome.code}: {outcome.message}")
 
 
@@ -200,7 +210,7 @@ def _stale(run: _Run, plan: Plan, ours: Collection[str]) -> list[Problem]:
     bound = run.desired.bindings.get("providers") or {}
     only = _holders(run, plan, entries)
     providers = sorted(bound) if only is None else only
-    live = gather(run.desired, run.workdir, only=only)
+    live = gather(run.desired, run.workdir, only=only, store=run.store)
     run.notices.extend(p for p in live.problems if p.subject in providers)
     unknown = {p: live.supply.unknown.get(p, "it is not bound in this site")
                for p in providers if p in live.supply.unknown or p not in bound}
@@ -236,12 +246,23 @@ def _stale_problems(changed: Sequence[str]) -> list[Problem]:
     return shown
 
 
+def _reconnected(run: _Run) -> list[Problem]:
+    """The notice that the store's connection was lost and opened again during the run."""
+    if not run.store.reconnects:
+        return []
+    return [codes.problem(
+        codes.RECONNECTED, f"the connection to the state store was lost and opened again "
+        f"{run.store.reconnects} time(s); this run still held its lock and epoch each time, "
+        "so it went on", run.store.label, "", Severity.WARNING)]
+
+
 def _report(run: _Run, plan: Plan, run_id: str | None, *, outcomes: Collection[Outcome] = (),
             stopped: Problem | None = None, stale: Sequence[Problem] = (),
             digest: str | None = None) -> ApplyReport:
     """``digest`` is the plan's digest when the caller has it (a big plan takes a while)."""
     return ApplyReport(plan_digest=digest or plan_digest(plan), desired_digest=plan.desired_digest,
                        revision=plan.revision, run_id=run_id, epoch=run.epoch or None,
-                       outcomes=tuple(outcomes), notices=tuple(run.notices), stopped=stopped,
-                       stale=tuple(stale), seconds=time.monotonic() - run.started)
+                       outcomes=tuple(outcomes), notices=(*run.notices, *_reconnected(run)),
+                       stopped=stopped, stale=tuple(stale),
+                       seconds=time.monotonic() - run.started)
 

@@ -10,21 +10,27 @@ import sys
 from pathlib import Path
 
 from compiler.cli_runner import EXIT_ERROR, EXIT_OK, UsageParser, run_cli
-from reconciler.providers.dataset_digest import dataset_digest
+from reconciler.providers.dataset_digest import DatasetError, dataset_digest
 
 
 def _body(argv: list[str] | None) -> int:
     p = UsageParser(prog="xce-digest",
-                                description="Print the sha256 digest of a dataset file or folder.")
+                    description="Print the sha256 digest of a dataset file or folder.")
     p.add_argument("paths", nargs="+", type=Path)
     args = p.parse_args(argv)
     status = EXIT_OK
     for path in args.paths:
-        if not path.exists():
-            sys.stderr.write(f"xce-digest: {path}: no such file or folder\n")
+        try:
+            digest = dataset_digest(path)
+        except DatasetError as err:  # a link, FIFO, device…: never opened to wait on
+            sys.stderr.write(f"xce-digest: {err}\n")
             status = EXIT_ERROR
             continue
-        sys.stdout.write(f"{dataset_digest(path)}  {path}\n")
+        except OSError as err:  # e.g. an I/O error while reading
+            sys.stderr.write(f"xce-digest: {path}: {err.strerror or err}\n")
+            status = EXIT_ERROR
+            continue
+        sys.stdout.write(f"{digest}  {path}\n")
     return status
 
 

@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 import time
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from compiler.cli_runner import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, UsageParser, run_cli
@@ -21,7 +22,7 @@ from reconciler.pipeline import STATE_FILE, default_workdir, gather, load_desire
 from reconciler.plan_model import Plan
 from reconciler.plan_render import FORMATS, plan_json, render_plan
 from reconciler.planfile import save_plan
-from reconciler.state import ENV_URL, open_store
+from reconciler.state import ENV_URL, StateStore, open_store
 
 
 def parser() -> argparse.ArgumentParser:
@@ -47,21 +48,23 @@ def parser() -> argparse.ArgumentParser:
                    "$XCE_STATE_URL, else <workdir>/state.sqlite when it exists)")
     p.add_argument("--force", action="store_true",
                    help="turn safety-threshold errors into warnings (protected entries stay)")
+    p.add_argument("--accept-generation", action="append", default=[], metavar="PROVIDER",
+                   help="trust PROVIDER although its inventory generation went down (it was "
+                   "replaced or restored on purpose); the state store records the new one")
     return p
 
 
-def _applied_before(state: str | None, workdir: Path, site: str) -> bool | None:
-    """Whether the state store has applied this site; None when there is no store to ask.
+def _history(state: str | None, workdir: Path) -> AbstractContextManager[StateStore | None]:
+    """The state store, or None when there is none to ask (a plan never creates one).
 
-    A provider that reports nothing after an apply has lost what it held, even when its
-    generation restarted; before any complete apply there is nothing of ours to lose (a
-    first apply killed halfway is finished without --force). The planner's guards need
-    to know which."""
+    It says whether this site was applied: a provider that reports nothing after an apply
+    has lost what it held, even when its generation restarted; before any complete apply
+    there is nothing of ours to lose (a first apply killed halfway is finished without
+    --force). And it holds the providers' generations, so a rollback is noticed."""
     default = workdir / STATE_FILE
     if state is None and not os.environ.get(ENV_URL) and not default.exists():
-        return None
-    with open_store(state, default) as store:
-        return store.get_applied(site) is not None
+        return nullcontext(None)
+    return open_store(state, default)
 
 
 def _body(argv: list[str] | None) -> int:
@@ -69,10 +72,11 @@ def _body(argv: list[str] | None) -> int:
     site = args.site if args.site is not None or args.desired else Path("site-config")
     desired = load_desired(site, args.desired)
     workdir = args.workdir or default_workdir(site, args.desired)
-    live = gather(desired, workdir, args.live)
+    with _history(args.state, workdir) as store:
+        live = gather(desired, workdir, args.live, store=store, accept=args.accept_generation)
+        applied = None if store is None else store.get_applied(desired.supply.site) is not None
     plan = plan_for(desired, live, now=time.time(), targets=args.target, destroy=args.destroy,
-                    force=args.force, applied_before=_applied_before(args.state, workdir,
-                                                                     desired.supply.site))
+                    force=args.force, applied_before=applied)
     err_style = Style.for_stream(sys.stderr)
     problems = [*desired.warnings, *live.problems]
     if args.live is not None:  # a snapshot's unknown providers explain the exit code
@@ -88,9 +92,10 @@ def _body(argv: list[str] | None) -> int:
     sys.stdout.write(render_plan(plan, args.format, Style.for_stream(sys.stdout)))
     if problems:
         sys.stderr.write(render_problems(problems, err_style))
-    # A provider that did not report leaves the plan incomplete: an error (exit 1), even
-    # though what was planned for the other providers is shown and may be saved.
-    failed = (plan.blocked or bool(live.supply.unknown)
+    # A provider that did not report (or an id two providers report) leaves the plan
+    # incomplete: an error (exit 1), though what was planned for the rest is shown and
+    # may be saved.
+    failed = (plan.blocked or bool(live.supply.unknown) or bool(live.supply.unknown_entries)
               or any(p.severity is Severity.ERROR for p in problems))
     if args.out is not None and not plan.blocked:
         # The file holds the plan as shown: a secret a provider echoed in its inventory is

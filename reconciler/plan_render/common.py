@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 
 import orjson
@@ -19,6 +18,20 @@ NOTE_TITLES = {
 }
 
 
+# Longest value shown whole: a live id or value may be huge (a provider's bug or a hostile
+# inventory), and a plan must stay readable and small. The plan JSON and file keep it all.
+DISPLAY_LIMIT = 200
+TEXT_LIMIT = 1000  # reasons and messages: they name ids and carry a provider's words
+
+
+def shorten(text: str, limit: int = DISPLAY_LIMIT) -> str:
+    """``text`` if short enough, else its start and end around how much was left out."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 3 // 4], text[-(limit // 8):]
+    return f"{head}…[{len(text) - len(head) - len(tail)} more characters]…{tail}"
+
+
 def entries(n: int) -> str:
     return f"{n} entry" if n == 1 else f"{n} entries"
 
@@ -28,13 +41,13 @@ def symbol(verb: str) -> str:
 
 
 def value(v: object) -> str:
-    return orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
+    return shorten(orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode())
 
 
 def change_lines(action: Action) -> list[str]:
     """``path: before → after`` per changed field, secrets redacted."""
     return [
-        f"{c.path}: {value(redact_path(c.path, c.before))} → "
+        f"{shorten(c.path)}: {value(redact_path(c.path, c.before))} → "
         f"{value(redact_path(c.path, c.after))}"
         for c in action.changes
     ]
@@ -42,24 +55,25 @@ def change_lines(action: Action) -> list[str]:
 
 def action_line(action: Action) -> str:
     tag = "  (destructive)" if action.destructive else ""
-    provider = f"  [{action.provider}]" if action.provider else ""
-    return f"{action.action:<8} {action.entry}{provider}  {action.reason}{tag}"
+    provider = f"  [{shorten(action.provider)}]" if action.provider else ""
+    return (f"{action.action:<8} {shorten(action.entry)}{provider}  "
+            f"{shorten(action.reason, TEXT_LIMIT)}{tag}")
 
 
 def note_line(note: Note) -> str:
-    provider = f"  [{note.provider}]" if note.provider else ""
-    return f"{note.entry}{provider}  {note.reason}"
+    provider = f"  [{shorten(note.provider)}]" if note.provider else ""
+    return f"{shorten(note.entry)}{provider}  {shorten(note.reason, TEXT_LIMIT)}"
 
 
-def unknown_by_provider(notes: Iterable[Note]) -> list[tuple[str, int, str]]:
-    """(provider, entry count, reason): one line per silent provider, not per entry."""
-    counts: Counter[str] = Counter()
-    reasons: dict[str, str] = {}
+def unknown_by_provider(notes: Iterable[Note]) -> list[tuple[str, str, str]]:
+    """(provider, what, reason): one line per provider and reason, not per entry. Entries
+    of a silent provider share its reason; an entry unknown because of what its decision
+    read has a reason of its own, and the line names it (``what`` is the entry id then)."""
+    groups: dict[tuple[str, str], list[str]] = {}
     for n in notes:
-        name = n.provider or "(none)"
-        counts[name] += 1
-        reasons.setdefault(name, n.reason)
-    return [(p, counts[p], reasons[p]) for p in sorted(counts)]
+        groups.setdefault((n.provider or "(none)", n.reason), []).append(n.entry)
+    return [(shorten(p), shorten(ids[0]) if len(ids) == 1 else entries(len(ids)),
+             shorten(why, TEXT_LIMIT)) for (p, why), ids in sorted(groups.items())]
 
 
 def summary_line(plan: Plan) -> str:

@@ -12,9 +12,10 @@ from compiler.problem_render import render_markdown as render_problems
 from reconciler.plan_model import VERBS, Note, Plan
 from reconciler.plan_render.common import (
     NOTE_TITLES,
+    TEXT_LIMIT,
     action_line,
     change_lines,
-    entries,
+    shorten,
     summary_line,
     symbol,
     unknown_by_provider,
@@ -91,8 +92,8 @@ def _action_items(plan: Plan) -> Iterator[list[str]]:
 
 def _note_items(notes: Iterable[Note]) -> Iterator[list[str]]:
     for n in notes:
-        provider = f" [{_cell(n.provider)}]" if n.provider else ""
-        yield [f"- `{_cell(n.entry)}`{provider} {_cell(n.reason)}"]
+        provider = f" [{_cell(shorten(n.provider))}]" if n.provider else ""
+        yield [f"- `{_cell(shorten(n.entry))}`{provider} {_cell(shorten(n.reason, TEXT_LIMIT))}"]
 
 
 def render_markdown(plan: Plan, limit: int = LIMIT) -> str:
@@ -109,7 +110,8 @@ def render_markdown(plan: Plan, limit: int = LIMIT) -> str:
                                       len(notes), "")
     if plan.unknown:
         groups = unknown_by_provider(plan.unknown)
-        items = ([f"- provider `{_cell(p)}`: {entries(n)} — {_cell(why)}"] for p, n, why in groups)
+        items = ([f"- provider `{_cell(p)}`: {_cell(what)} — {_cell(why)}"]
+                 for p, what, why in groups)
         omitted += budget.section(f"Unknown (nothing planned): {len(plan.unknown)}", items,
                                   len(groups), "")
     tail: list[str] = []

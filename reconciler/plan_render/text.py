@@ -9,7 +9,6 @@ from reconciler.plan_render.common import (
     NOTE_TITLES,
     action_line,
     change_lines,
-    entries,
     note_line,
     summary_line,
     symbol,
@@ -44,8 +43,8 @@ def render_text(plan: Plan, style: Style | None = None) -> str:
     if plan.unknown:
         out.append(s.bold(f"Unknown (provider did not report; nothing planned): "
                           f"{len(plan.unknown)}"))
-        out.extend(f"  ? {p}: {entries(count)} — {reason}"
-                   for p, count, reason in unknown_by_provider(plan.unknown))
+        out.extend(f"  ? {p}: {what} — {reason}"
+                   for p, what, reason in unknown_by_provider(plan.unknown))
         out.append("")
     if plan.problems:
         out.append(render_problems(plan.problems, s).rstrip("\n"))

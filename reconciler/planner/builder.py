@@ -3,11 +3,19 @@
 Rules say what they would do; ``Builder.act`` applies the site's policy uniformly:
 ownership (only our owner tag is touched), the management level of the kind, and the
 destroy permission for users' data. Whatever is not acted on is reported with why.
+
+A rule reads other entries only through ``Builder.read`` (an instance reads its host, a
+counter the host it sits on), so the builder knows every entry a decision rests on. When
+any of them — or the entry itself — comes from a provider whose inventory is unknown, or is
+an entry two providers both report, the decision is unknown too: whatever the rule wanted
+(an action or a report) is listed under ``unknown`` with the reason, and nothing is done.
+An entry absent from both maps is not thereby absent: it may sit at any provider that
+holds its kind, so such a read is unknown when one of those is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +33,9 @@ def with_state(entry: Entry, state: str, **extra: Any) -> dict[str, Any]:
     return doc
 
 
+Rule = Callable[["Builder", Entry | None, Entry | None], None]
+
+
 @dataclass(slots=True)
 class Builder:
     settings: PlanSettings
@@ -32,21 +43,93 @@ class Builder:
     now: float
     desired: Mapping[str, Entry]
     live: Mapping[str, Entry]
-    unknown: Mapping[str, str]
+    unknown: Mapping[str, str]  # provider -> why its inventory is unknown
+    unknown_entries: Mapping[str, str] = field(default_factory=dict)  # entry id -> why
     actions: list[Action] = field(default_factory=list)
     notes: dict[str, list[Note]] = field(
         default_factory=lambda: {name: [] for name in NOTE_LISTS}
     )
     # action id -> other entries whose live state the decision relied on (fingerprinted too)
     observed: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _reads: list[str] = field(default_factory=list)  # what the current decision read
+    _kinds: dict[str, tuple[str, ...]] | None = None  # kind -> providers holding it
+
+    def decide(self, rule: Rule, desired: Entry | None, live: Entry | None) -> None:
+        """Run one rule on one entry; what it reads gates everything it plans or reports."""
+        self._reads.clear()
+        rule(self, desired, live)
+        self._reads.clear()
+
+    def read(self, entry_id: str) -> Entry | None:
+        """The live entry a decision rests on (None: absent, or unknown — ``act`` tells)."""
+        self._reads.append(entry_id)
+        return self.live.get(entry_id)
+
+    def _kind_holders(self, kind: str) -> tuple[str, ...]:
+        """Providers that hold entries of ``kind`` in either map (computed once, on demand)."""
+        if self._kinds is None:
+            index: dict[str, set[str]] = {}
+            for entries in (self.desired, self.live):
+                for e in entries.values():
+                    if e.provider:
+                        index.setdefault(e.kind, set()).add(e.provider)
+            self._kinds = {k: tuple(sorted(v)) for k, v in index.items()}
+        return self._kinds.get(kind, ())
+
+    def _holders(self, entry_id: str) -> Iterator[tuple[str, bool]]:
+        """(provider, holds it for sure) for every provider that may hold ``entry_id``."""
+        found = [e.provider for e in (self.desired.get(entry_id), self.live.get(entry_id))
+                 if e is not None and e.provider]
+        if found:
+            yield from ((p, True) for p in sorted(set(found)))
+            return
+        kind = entry_id.partition("/")[0]
+        yield from ((p, False) for p in self._kind_holders(kind) or sorted(self.unknown))
+
+    def _blind(self, entry_id: str, subject: bool) -> str | None:
+        """Why ``entry_id`` cannot be known, worded for the entry itself or for a read."""
+        contested = self.unknown_entries.get(entry_id)
+        if contested is not None:
+            return contested if subject else f"depends on {entry_id}, {contested}"
+        for provider, held in self._holders(entry_id):
+            why = self.unknown.get(provider)
+            if why is None:
+                continue
+            if subject:
+                return f"provider {provider} did not report fully: {why}"
+            where = f"at provider {provider}" if held else f"which provider {provider} may hold"
+            return f"depends on {entry_id} ({where}), whose inventory is unknown: {why}"
+        return None
+
+    def blind_spot(self, entry: Entry, observed: tuple[str, ...] = ()) -> str | None:
+        """Why a decision about ``entry`` cannot be made, or None when all it read is known."""
+        if not self.unknown and not self.unknown_entries:
+            return None
+        why = self._blind(entry.id, subject=True)
+        for read in (*self._reads, *observed):
+            if why is not None:
+                break
+            if read != entry.id:
+                why = self._blind(read, subject=False)
+        return why
 
     def note(self, where: str, entry: Entry, reason: str) -> None:
+        """Report ``entry`` in list ``where``, unless the report rests on an unknown."""
+        why = None if where == "unknown" else self.blind_spot(entry)
+        if why is not None:
+            where, reason = "unknown", f"{why}; would report it ({where}): {reason}"
         self.notes[where].append(Note(entry.id, entry.kind, entry.provider, reason))
+
+    def note_contested(self, entry_id: str) -> None:
+        """A live-only id that two providers report: listed, since its id is known."""
+        why = self.unknown_entries[entry_id]
+        self.notes["unknown"].append(Note(entry_id, entry_id.partition("/")[0], None,
+                                          f"{why}; nothing planned"))
 
     def note_unknown(self, entry: Entry, then: str = "") -> None:
         """Entries of a provider that did not answer fully are unknown, never absent."""
-        why = self.unknown.get(entry.provider or "", "")
-        self.note("unknown", entry, f"provider {entry.provider} did not report fully: {why}{then}")
+        why = self._blind(entry.id, subject=True) or "its inventory is unknown"
+        self.note("unknown", entry, f"{why}{then}")
 
     def act(
         self,
@@ -60,39 +143,43 @@ class Builder:
         unacted: str = "drift_reported",
         claim: bool = False,
         observed: tuple[str, ...] = (),
-    ) -> None:
+    ) -> bool:
         """Plan ``verb`` on ``entry`` if policy allows; otherwise note it in ``unacted``.
 
         ``claim`` is for the discovery policy, which by design acts on hosts no one owns.
-        ``observed`` names other entries the decision read (an instance is released because
-        of its host's state), so the apply also refuses the plan when those changed.
+        ``observed`` names entries the decision read that the rule was handed rather than
+        ``read`` (a host's own state, when its instance is released). Everything read gates
+        the action and is fingerprinted, so the apply also refuses the plan when it changed.
+        Returns whether the action was planned.
         """
         kind = entry.kind
         owner = self.settings.owner
-        if entry.provider in self.unknown:
-            self.note_unknown(entry, f"; would {verb}: {reason}")
-            return
+        blind = self.blind_spot(entry, observed)
+        if blind is not None:
+            self.note("unknown", entry, f"{blind}; would {verb}: {reason}")
+            return False
         if before is not None and not claim and before.owner != owner:
             held = f"owned by {before.owner}" if before.owner else "carries no owner tag"
             self.note("co_managed", entry, f"{held}; would {verb}: {reason}")
-            return
+            return False
         level = self.settings.level(kind)
         if level == "observe":
-            return
+            return False
         if level == "report":
             self.note(unacted, entry, f"would {verb}: {reason} (management of {kind}: report)")
-            return
+            return False
         if verb in REMOVAL_VERBS and level != "correct-destructive":
             self.note(unacted, entry, f"would {verb}: {reason}; management of {kind} is "
                       f"'{level}', which never removes (set 'correct-destructive' to allow)")
-            return
+            return False
         if verb in DESTROY_VERBS and kind in DATA_KINDS and not self.destroy:
             self.note(unacted, entry, f"would {verb}: {reason}; deleting users' data needs "
                       "the destroy permission (--destroy)")
-            return
+            return False
         action_id = f"{verb}:{entry.id}"
-        if observed:
-            self.observed[action_id] = observed
+        relied = sorted({*self._reads, *observed} - {entry.id})
+        if relied:
+            self.observed[action_id] = tuple(relied)
         self.actions.append(Action(
             id=action_id,
             action=verb,
@@ -105,3 +192,4 @@ class Builder:
             after=after,
             changes=changes,
         ))
+        return True

@@ -8,13 +8,13 @@ the entries that differ, so planning scales with the map size plus the drift.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from compiler.problems import Problem
-from compiler.supply_map import Entry, SupplyMap
+from compiler.supply_map import SupplyMap
 from reconciler.plan_model import Action, Plan, summarize
 from reconciler.planfile import fingerprint
-from reconciler.planner.builder import Builder
+from reconciler.planner.builder import Builder, Rule
 from reconciler.planner.deps import link_and_order
 from reconciler.planner.guards import check_guards
 from reconciler.planner.rules_datasets import plan_copy
@@ -23,7 +23,6 @@ from reconciler.planner.rules_hosts import plan_host, plan_instance
 from reconciler.planner.settings import read_settings
 from reconciler.planner.target import select
 
-Rule = Callable[[Builder, Entry | None, Entry | None], None]
 RULES: dict[str, Rule] = {
     "host": plan_host,
     "instance": plan_instance,
@@ -31,14 +30,19 @@ RULES: dict[str, Rule] = {
 }
 
 
+def rule_for(kind: str) -> Rule:
+    return RULES.get(kind, plan_generic)
+
+
 def _walk(b: Builder, desired: SupplyMap, live: SupplyMap) -> None:
     """Hand every entry that may need work to its kind's rule; skip the settled ones fast."""
     unknown = live.unknown
+    contested = live.unknown_entries
     levels = b.settings.management
     owner = b.settings.owner
     live_get = live.entries.get
     for entry_id, d in desired.entries.items():
-        if d.provider in unknown:
+        if d.provider in unknown or (contested and entry_id in contested):
             b.note_unknown(d)
             continue
         if levels.get(d.kind) == "observe":
@@ -58,9 +62,11 @@ def _walk(b: Builder, desired: SupplyMap, live: SupplyMap) -> None:
             and d.spec.items() <= lv.spec.items()
         ):
             continue
-        RULES.get(d.kind, plan_generic)(b, d, lv)
-    for entry_id in sorted(live.entries.keys() - desired.entries.keys()):
-        lv = live.entries[entry_id]
+        b.decide(rule_for(d.kind), d, lv)
+    for entry_id in sorted(contested.keys() - desired.entries.keys()):
+        b.note_contested(entry_id)
+    for entry_id in sorted(live.entries.keys() - desired.entries.keys() - contested.keys()):
+        lv = live.entries[entry_id]  # (a contested id is listed above, even if a map has it)
         if lv.provider in unknown:
             b.note_unknown(lv, "; not removed")
             continue
@@ -71,7 +77,7 @@ def _walk(b: Builder, desired: SupplyMap, live: SupplyMap) -> None:
             held = f"owned by {lv.owner}" if lv.owner else "carries no owner tag"
             b.note("co_managed", lv, f"not in config; {held}, so left alone")
             continue
-        RULES.get(lv.kind, plan_generic)(b, None, lv)
+        b.decide(rule_for(lv.kind), None, lv)
 
 
 def _touched(actions: Sequence[Action], observed: Mapping[str, Sequence[str]]) -> list[str]:
@@ -106,7 +112,8 @@ def make_plan(
     None (no store) leaves it to the providers' generations.
     """
     settings = read_settings(desired.settings, desired.owner)
-    b = Builder(settings, destroy, now, desired.entries, live.entries, live.unknown)
+    b = Builder(settings, destroy, now, desired.entries, live.entries, live.unknown,
+                live.unknown_entries)
     _walk(b, desired, live)
     actions = list(link_and_order(b.actions))
     notes = {name: sorted(items, key=lambda n: n.entry) for name, items in b.notes.items()}

@@ -22,6 +22,9 @@ def plan_copy(b: Builder, desired: Entry | None, live: Entry | None) -> None:
             b.act("evict", live, "not in config", before=live, after=None, unacted="orphans")
         return
     where = desired.location or "its location"
+    # What a copy must hold is its version's record (what pinned jobs resolve): while the
+    # record cannot be seen, staging could put other bytes under the name (PR-5).
+    b.read(f"dataset/{desired.spec.get('dataset')}")
     if live is None:
         b.act("stage", desired, f"missing at {where}", before=None,
               after=with_state(desired, "staging"))

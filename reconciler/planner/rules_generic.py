@@ -43,7 +43,7 @@ def _leaving_host(b: Builder, live: Entry) -> Entry | None:
     """The host this entry lives on (a counter), if it leaves config but still runs jobs:
     its supply goes with its release, not while its jobs use it."""
     for parent_id in parents(live):
-        host = b.live.get(parent_id) if parent_id.startswith("host/") else None
+        host = b.read(parent_id) if parent_id.startswith("host/") else None
         if host is not None and host.state in RUNNING and parent_id not in b.desired:
             return host
     return None

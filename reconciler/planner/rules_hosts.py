@@ -37,7 +37,7 @@ def overdue(b: Builder, host: Entry, *desired: Entry | None) -> str | None:
     since = host.spec.get("since")
     if host.state not in NOT_JOINED or not isinstance(since, int | float):
         return None
-    instance = b.live.get(f"instance/{name_of(host.id)}")
+    instance = b.read(f"instance/{name_of(host.id)}")
     started = instance.spec.get("since") if instance is not None else None
     if isinstance(started, int | float) and started > since:
         since = started
@@ -79,17 +79,19 @@ def _removed_host(b: Builder, live: Entry) -> None:
 def _orphan(b: Builder, desired: Entry, why: str) -> None:
     """Never joined (P6): report a static host; release a provisioned host's instance."""
     instance_id = f"instance/{name_of(desired.id)}"
-    instance = b.live.get(instance_id)
+    instance = b.read(instance_id)
     if instance_id not in b.desired and desired.source != "provisioned":
         b.note("orphans", desired, f"never joined ({why}); a static host is only reported")
     elif not b.settings.release_orphans:
         b.note("orphans", desired, f"never joined ({why}); release_orphans is off")
     elif instance is None:
         b.note("orphans", desired, f"never joined ({why}); no live {instance_id} to release")
-    else:
+    elif b.act("release", instance, f"{desired.id} never joined ({why}); release_orphans",
+               before=instance, after=None, unacted="orphans", observed=(desired.id,)):
         b.note("orphans", desired, f"never joined ({why}); its instance is released")
-        b.act("release", instance, f"{desired.id} never joined ({why}); release_orphans",
-              before=instance, after=None, unacted="orphans", observed=(desired.id,))
+    else:
+        b.note("orphans", desired, f"never joined ({why}); its instance is not released "
+               f"(see {instance_id})")
 
 
 def plan_host(b: Builder, desired: Entry | None, live: Entry | None) -> None:
@@ -131,9 +133,9 @@ def plan_instance(b: Builder, desired: Entry | None, live: Entry | None) -> None
     either = desired if desired is not None else live
     assert either is not None
     host_id = f"host/{name_of(either.id)}"
-    host = b.live.get(host_id)
     if desired is None:
         assert live is not None
+        host = b.read(host_id)
         if host is not None and host.state in RUNNING:
             b.note("pending", live, f"not in config: released once {host_id} is drained "
                    f"(it is {host.state})")
@@ -148,6 +150,7 @@ def plan_instance(b: Builder, desired: Entry | None, live: Entry | None) -> None
         b.act("create", desired, "not in the live map" if live is None else "released: "
               "provision again", before=live, after=desired.to_json())
         return
+    host = b.read(host_id)
     if host is not None and overdue(b, host, b.desired.get(host_id), desired) is not None:
         return  # the host's rule reports the orphan and releases this instance
     if live.state == "lost":

@@ -17,7 +17,8 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,11 @@ from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, Change, resolve_under
 from reconciler.providers.dataset_digest import (
     CHUNK,
-    FILE_FLAGS,
     DatasetError,
     combine,
     file_hex,
+    open_as,
+    open_node,
     walk_tree,
 )
 from reconciler.providers.dataset_state import CopyRecord, DatasetState, Signature
@@ -71,24 +73,34 @@ def parse_dataset(name: str) -> str | None:
         return None
 
 
-def copy_file(src_dir_fd: int | None, src: str | Path, dst_dir_fd: int, dst: str) -> str:
-    """Copy one file, returning the hex SHA-256 of the bytes written."""
+def copy_file(src_fd: int, dst_dir_fd: int, dst: str) -> str:
+    """Copy the open regular file ``src_fd``, returning the hex SHA-256 of the bytes written."""
     h = hashlib.sha256()
-    src_fd = os.open(src, FILE_FLAGS, dir_fd=src_dir_fd)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    dst_fd = os.open(dst, flags, 0o444, dir_fd=dst_dir_fd)
     try:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        dst_fd = os.open(dst, flags, 0o444, dir_fd=dst_dir_fd)
-        try:
-            while chunk := os.read(src_fd, CHUNK):
-                h.update(chunk)
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(dst_fd, view):]
-        finally:
-            os.close(dst_fd)
+        while chunk := os.read(src_fd, CHUNK):
+            h.update(chunk)
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(dst_fd, view):]
     finally:
-        os.close(src_fd)
+        os.close(dst_fd)
     return h.hexdigest()
+
+
+@contextmanager
+def open_source(source: Path) -> Iterator[tuple[int, os.stat_result]]:
+    """The dataset's source file or folder, opened once (``open_node``: not a link, FIFO,
+    socket or device); staging reads only through this descriptor."""
+    try:
+        fd, st = open_node(None, source, str(source))
+    except DatasetError as err:
+        raise refused(f"dataset source {err}") from None
+    try:
+        yield fd, st
+    finally:
+        os.close(fd)
 
 
 def signature(st: os.stat_result) -> Signature:
@@ -168,7 +180,7 @@ class DatasetCopyProvider(BuiltinProvider):
                 hexd = written[rel]
                 fresh[rel] = (sig, hexd)
             else:
-                hexd = file_hex(parent, name)
+                hexd = file_hex(parent, name, rel)
                 fresh[rel] = (sig, hexd)
             files.append((rel, hexd))
             size += st.st_size
@@ -264,36 +276,34 @@ class DatasetCopyProvider(BuiltinProvider):
                 present = self._present(cfd, dataset, record, verify=False)
                 if present.state == "available" and expected in (None, present.spec["digest"]):
                     return Change(present, {"staged": False})  # already there and intact
-            self._fits(source)
-            form, digest, size = self._stage(cfd, dataset, source, expected)
+            with open_source(source) as src:
+                self._fits(source, *src)
+                form, digest, size = self._stage(cfd, dataset, source, src, expected)
         record = CopyRecord(dataset, form, digest, str(spec.get("source")))
         self.state.put_copy(record)
         return Change(self.entry(dataset, "available", record, size), {"staged": True})
 
-    def _fits(self, source: Path) -> None:
-        try:
-            st = os.stat(source)
-            if stat.S_ISDIR(st.st_mode):
-                with open_trusted_dir(source, "source") as sfd:
-                    need = sum(s.st_size for *_, s in walk_tree(sfd) if stat.S_ISREG(s.st_mode))
-            else:
-                need = st.st_size
-        except (OSError, DatasetError) as err:
-            raise refused(f"dataset source {source}: {err}") from None
+    def _fits(self, source: Path, sfd: int, st: os.stat_result) -> None:
+        need = st.st_size
+        if stat.S_ISDIR(st.st_mode):
+            try:
+                need = sum(s.st_size for *_, s in walk_tree(sfd) if stat.S_ISREG(s.st_mode))
+            except DatasetError as err:
+                raise refused(f"dataset source {source}: {err}") from None
         free = self.capacity({})["free"]
         if need > free:
             raise ProviderError(ErrorCode.RESOURCE_EXHAUSTED,
                                 f"{need} bytes needed for {source}, {free} free in "
                                 f"{self.cache_root}")
 
-    def _stage(self, cfd: int, dataset: str, source: Path, expected: str | None
-               ) -> tuple[str, str, int]:
+    def _stage(self, cfd: int, dataset: str, source: Path, src: tuple[int, os.stat_result],
+               expected: str | None) -> tuple[str, str, int]:
         """Copy into a staging folder, verify, and rename into place; nothing left on error."""
         tmp = Path(tempfile.mkdtemp(prefix=f"{STAGING}{dataset}-", dir=self.cache_root)).name
         try:
             tfd = os.open(tmp, DIR_FLAGS, dir_fd=cfd)
             try:
-                form, files = self._copy(source, tfd)
+                form, files = self._copy(source, src, tfd)
                 os.fchmod(tfd, 0o755)
             finally:
                 os.close(tfd)
@@ -314,21 +324,25 @@ class DatasetCopyProvider(BuiltinProvider):
             os.close(fd)
         return form, digest, size
 
-    def _copy(self, source: Path, tfd: int) -> tuple[str, list[tuple[str, str]]]:
+    def _copy(self, source: Path, src: tuple[int, os.stat_result], tfd: int
+              ) -> tuple[str, list[tuple[str, str]]]:
+        sfd, st = src
+        if stat.S_ISREG(st.st_mode):
+            return "file", [(source.name, copy_file(sfd, tfd, source.name))]
+        files: list[tuple[str, str]] = []
         try:
-            st = os.stat(source)
-            if not stat.S_ISDIR(st.st_mode):
-                return "file", [(source.name, copy_file(None, source, tfd, source.name))]
-            files: list[tuple[str, str]] = []
-            with open_trusted_dir(source, "source") as sfd:
-                for rel, parent, name, st in walk_tree(sfd):
-                    if stat.S_ISDIR(st.st_mode):
-                        os.mkdir(rel, 0o755, dir_fd=tfd)  # tfd is our own 0700 folder
-                    else:
-                        files.append((rel, copy_file(parent, name, tfd, rel)))
-            return "dir", files
+            for rel, parent, name, st in walk_tree(sfd):
+                if stat.S_ISDIR(st.st_mode):
+                    os.mkdir(rel, 0o755, dir_fd=tfd)  # tfd is our own 0700 folder
+                    continue
+                fd = open_as(parent, name, rel, stat.S_ISREG)
+                try:
+                    files.append((rel, copy_file(fd, tfd, rel)))
+                finally:
+                    os.close(fd)
         except DatasetError as err:
             raise refused(f"dataset source {source}: {err}") from None
+        return "dir", files
 
     def _replace(self, cfd: int, tmp: str, dataset: str) -> None:
         """Rename the verified staging folder into place (a corrupt copy goes to trash)."""

@@ -7,25 +7,80 @@
   modes are not part of it; a symbolic link or special file anywhere makes the tree
   no dataset at all (``DatasetError``), because its content would depend on its target.
 
-Walking opens every directory and file relative to its parent with ``O_NOFOLLOW``.
+Walking opens every directory and file relative to its parent with ``O_NOFOLLOW`` and
+``O_NONBLOCK`` (a FIFO's ``open`` would otherwise wait for a writer for ever), then checks
+the *opened descriptor* with ``fstat``: whatever was swapped in after the listing is what
+is refused.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from reconciler.providers.safe_fs import DIR_FLAGS
-
 CHUNK = 1 << 20
-FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+NODE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+ONLY = "a dataset holds only regular files and folders: replace or remove it"
+KINDS: tuple[tuple[Callable[[int], bool], str], ...] = (
+    (stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 class DatasetError(ValueError):
-    """A tree that cannot be a dataset (a link or special file inside), or a missing path."""
+    """A tree that cannot be a dataset (a link or special file inside), or a path that
+    cannot be read (missing, no permission)."""
+
+
+def kind_of(mode: int) -> str:
+    """What a file that is neither a regular file nor a directory is, in words."""
+    return next((what for test, what in KINDS if test(mode)), "a special file")
+
+
+def not_data(shown: str, mode: int) -> DatasetError:
+    return DatasetError(f"{shown} is {kind_of(mode)}; {ONLY}")
+
+
+def open_node(dir_fd: int | None, name: str | Path, shown: str) -> tuple[int, os.stat_result]:
+    """Open a regular file or directory of a dataset, never following a link nor waiting on
+    a FIFO or device; anything else is a ``DatasetError`` naming ``shown``."""
+    try:
+        fd = os.open(name, NODE_FLAGS, dir_fd=dir_fd)
+    except OSError as err:
+        if err.errno == errno.ENOENT:
+            raise DatasetError(f"{shown}: no such file or folder") from None
+        try:  # a link (ELOOP) or a socket (ENXIO) cannot be opened: say what it is
+            st = os.lstat(name, dir_fd=dir_fd)
+        except OSError:
+            st = None
+        if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            raise not_data(shown, st.st_mode) from None
+        raise DatasetError(f"{shown}: {err.strerror}") from None
+    st = os.fstat(fd)
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        return fd, st
+    os.close(fd)
+    raise not_data(shown, st.st_mode)
+
+
+def changed_meanwhile(shown: str) -> DatasetError:
+    return DatasetError(f"{shown} changed while being read; try again")
+
+
+def open_as(dir_fd: int | None, name: str | Path, shown: str,
+            is_kind: Callable[[int], bool]) -> int:
+    """``open_node`` for a file or folder the listing said was a regular file
+    (``stat.S_ISREG``) or a folder (``stat.S_ISDIR``): anything else changed meanwhile."""
+    fd, st = open_node(dir_fd, name, shown)
+    if not is_kind(st.st_mode):
+        os.close(fd)
+        raise changed_meanwhile(shown)
+    return fd
 
 
 def walk_tree(
@@ -34,25 +89,41 @@ def walk_tree(
     """``(relative path, parent fd, name, lstat)`` for every directory and regular file.
 
     Directories come before their contents; the parent fd is valid until the next item.
-    A link or special file raises ``DatasetError`` (``strict``) or is skipped.
+    A link or special file, or one that changes while walked, raises ``DatasetError``
+    (``strict``) or is skipped (e.g. a copy evicted while the cache is measured).
     """
     with os.scandir(dir_fd) as it:
         items = sorted(it, key=lambda e: e.name)
     for item in items:
         rel = prefix + item.name
-        st = item.stat(follow_symlinks=False)
+        try:
+            st = item.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            if strict:
+                raise changed_meanwhile(rel) from None
+            continue
         if stat.S_ISREG(st.st_mode):
             yield rel, dir_fd, item.name, st
         elif stat.S_ISDIR(st.st_mode):
             yield rel, dir_fd, item.name, st
-            sub_fd = os.open(item.name, DIR_FLAGS, dir_fd=dir_fd)
-            try:
-                yield from walk_tree(sub_fd, rel + "/", strict)
-            finally:
-                os.close(sub_fd)
+            yield from _walk_below(dir_fd, item.name, rel, strict)
         elif strict:
-            what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a special file"
-            raise DatasetError(f"{rel} is {what}; a dataset holds only regular files")
+            raise not_data(rel, st.st_mode)
+
+
+def _walk_below(
+    dir_fd: int, name: str, rel: str, strict: bool
+) -> Iterator[tuple[str, int, str, os.stat_result]]:
+    try:
+        sub_fd = open_as(dir_fd, name, rel, stat.S_ISDIR)
+    except DatasetError:
+        if strict:
+            raise
+        return
+    try:
+        yield from walk_tree(sub_fd, rel + "/", strict)
+    finally:
+        os.close(sub_fd)
 
 
 def hash_fd(fd: int) -> str:
@@ -63,8 +134,9 @@ def hash_fd(fd: int) -> str:
     return h.hexdigest()
 
 
-def file_hex(dir_fd: int | None, name: str | Path) -> str:
-    fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+def file_hex(dir_fd: int | None, name: str | Path, shown: str | None = None) -> str:
+    """Hex SHA-256 of a regular file (``shown`` names it in an error; default ``name``)."""
+    fd = open_as(dir_fd, name, str(name) if shown is None else shown, stat.S_ISREG)
     try:
         return hash_fd(fd)
     finally:
@@ -81,20 +153,16 @@ def combine(files: Iterable[tuple[str, str]]) -> str:
 
 def dataset_digest(path: str | Path) -> str:
     """``sha256:<hex>`` of a dataset file or directory, as defined above."""
+    fd, st = open_node(None, path, str(path))
     try:
-        st = os.lstat(path)
-    except OSError as err:
-        raise DatasetError(f"{path}: {err.strerror}") from None
-    if stat.S_ISREG(st.st_mode):
-        return "sha256:" + file_hex(None, path)
-    if not stat.S_ISDIR(st.st_mode):
-        raise DatasetError(f"{path} is not a regular file or directory")
-    fd = os.open(path, DIR_FLAGS)
-    try:
+        if stat.S_ISREG(st.st_mode):
+            return "sha256:" + hash_fd(fd)
         return combine(
-            (rel, file_hex(parent, name))
+            (rel, file_hex(parent, name, rel))
             for rel, parent, name, st in walk_tree(fd)
             if stat.S_ISREG(st.st_mode)
         )
+    except DatasetError as err:
+        raise DatasetError(f"{path}: {err}") from None
     finally:
         os.close(fd)

@@ -5,15 +5,14 @@ with the embedded defaults). A volume root is root-owned with the spec's mode; e
 ``<root>/<user>`` is 0700 and owned by the user (N12) — where the provider cannot
 ``chown``, it records the intended owner instead (``directory_owners``); quotas are per
 user or project (N8); ``update`` with ``params.action = "cleanup"`` removes job
-directories older than the volume's retention (N14). No step ever follows a symbolic
-link (see ``safe_fs``).
+directories in which nothing changed within the volume's retention (N14,
+``directory_cleanup``). No step ever follows a symbolic link (see ``safe_fs``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -23,6 +22,7 @@ from typing import Any
 from compiler.supply_map import Entry
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, Change, resolve_under
+from reconciler.providers.directory_cleanup import Cleaner
 from reconciler.providers.directory_owners import Names, give, not_applied
 from reconciler.providers.directory_quota import quota_command
 from reconciler.providers.directory_state import DirectoryState, Quota, Volume
@@ -48,7 +48,6 @@ from reconciler.providers.safe_fs import (
 KINDS = {"volume": 1, "volume-dir": 2, "quota": 3}
 SCOPES = ("user", "project")
 OBSERVED_SPEC = frozenset({"path", "mode", "owner", "group", "retention"})  # from the tree
-MAX_LISTED = 1000  # removed job directories named in a cleanup reply (all are counted)
 
 Putter = Callable[[list[str], Mapping[str, Any], bool], Change]
 
@@ -76,6 +75,7 @@ def declared_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
 class DirectoryProvider(BuiltinProvider):
     kind = "directory"
     capabilities = tuple(KINDS)
+    clock: Callable[[], float] = staticmethod(time.time)  # what "now" is to the retention
 
     def __init__(self, name: str, params: Mapping[str, Any], workdir: Path) -> None:
         self.base = resolve_under(workdir, params.get("base"), "fs", "base")
@@ -310,10 +310,11 @@ class DirectoryProvider(BuiltinProvider):
     def _run_quota(self, vol: Volume, scope: str, subject: str, limit: int) -> None:
         if self.quota_command is None:
             return
-        with self.existing_root(vol):  # refuses a symlinked root before a tool follows it
-            path = str(self.base.joinpath(*path_parts(vol.path)))
-        self.quota_command.run(scope=scope, subject=subject, limit=limit, path=path,
-                               volume=vol.name)
+        # The tool gets the root opened without following a link, never its name again.
+        with self.existing_root(vol) as fd:
+            self.quota_command.run(scope=scope, subject=subject, limit=limit, dir_fd=fd,
+                                   shown=str(self.base.joinpath(*path_parts(vol.path))),
+                                   volume=vol.name)
 
     def delete(self, params: Mapping[str, Any]) -> Change:
         eid = request_id(params)
@@ -348,32 +349,13 @@ class DirectoryProvider(BuiltinProvider):
                 raise
 
     def cleanup(self, vol: Volume, spec: Mapping[str, Any]) -> Change:
-        """Remove ``<root>/<user>/<jobid>`` directories not modified within the retention."""
+        """Remove ``<root>/<user>/<jobid>`` trees in which nothing changed within the
+        retention (``directory_cleanup``); the reply says what went and why."""
         ttl = spec.get("retention", vol.retention)
         if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
             raise refused(f"volume {vol.name!r} has no retention (spec.retention seconds)")
-        cutoff = time.time() - ttl
-        removed: list[str] = []
-        skipped = 0
+        cleaner = Cleaner(self.state, vol.name, self.clock(), ttl)
         with self.existing_root(vol) as root_fd:
-            for user, _ in list(subdirs(root_fd)):
-                if not is_safe_name(user):
-                    continue
-                try:
-                    user_fd = open_dir_at(root_fd, user, user)
-                except ProviderError:
-                    continue  # swapped for a link since the listing: never follow it
-                try:
-                    for job, st in list(subdirs(user_fd)):
-                        if st.st_mtime >= cutoff:
-                            continue
-                        try:  # rmtree refuses a directory swapped for a link meanwhile
-                            shutil.rmtree(job, dir_fd=user_fd)
-                            removed.append(f"{user}/{job}")
-                        except OSError:
-                            skipped += 1
-                finally:
-                    os.close(user_fd)
+            cleaner.run(root_fd)
             entry = self.volume_entry(vol, root_fd, Names())
-        return Change(entry, {"removed": sorted(removed)[:MAX_LISTED],
-                              "removed_count": len(removed), "skipped_count": skipped})
+        return Change(entry, cleaner.report())

@@ -3,8 +3,9 @@
 The tree itself is the truth for volumes and user directories; this file only keeps
 what the tree cannot say: which volumes (path, retention) the provider manages, which
 volume roots and user directories still wait for an owner it could not give them
-(``directory_owners``), and the quota limits it has set (the ``ledger`` quota backend
-*is* this table).
+(``directory_owners``), the quota limits it has set (the ``ledger`` quota backend
+*is* this table), and the job directories a clean-up has renamed aside but not yet
+settled (``directory_cleanup``), so that a clean-up killed halfway is finished next time.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ CREATE TABLE IF NOT EXISTS quotas (
     volume TEXT NOT NULL, scope TEXT NOT NULL, subject TEXT NOT NULL, limit_bytes INTEGER NOT NULL,
     PRIMARY KEY (volume, scope, subject)
 );
+CREATE TABLE IF NOT EXISTS cleanup_asides (
+    volume TEXT NOT NULL, user TEXT NOT NULL, aside TEXT NOT NULL, job TEXT NOT NULL,
+    removing_since REAL, PRIMARY KEY (volume, user, aside)
+);
 """
 
 
@@ -49,6 +54,18 @@ class Quota:
     scope: str  # "user" or "project"
     subject: str
     limit: int  # bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Aside:
+    """A job directory ``<user>/<job>`` that a clean-up renamed to ``<user>/<aside>``."""
+
+    volume: str
+    user: str
+    aside: str
+    job: str
+    # Set once the clean-up decided to remove it: the newest change it found (seconds).
+    removing_since: float | None = None
 
 
 class DirectoryState:
@@ -84,6 +101,7 @@ class DirectoryState:
             db.execute("DELETE FROM pending_owners WHERE volume = ?", (name,))
             db.execute("DELETE FROM pending_roots WHERE volume = ?", (name,))
             db.execute("DELETE FROM quotas WHERE volume = ?", (name,))
+            db.execute("DELETE FROM cleanup_asides WHERE volume = ?", (name,))
 
     def pending_owners(self, volume: str) -> dict[str, str]:
         """user directory -> the owner it should have but could not be given yet."""
@@ -150,6 +168,30 @@ class DirectoryState:
             db.execute(
                 "DELETE FROM quotas WHERE volume = ? AND scope = ? AND subject = ?",
                 (volume, scope, subject),
+            )
+
+    def asides(self, volume: str) -> list[Aside]:
+        with self._store.read() as db:
+            rows = db.execute(
+                "SELECT volume, user, aside, job, removing_since FROM cleanup_asides "
+                "WHERE volume = ? ORDER BY user, job", (volume,)
+            ).fetchall()
+        return [Aside(*row) for row in rows]
+
+    def put_aside(self, aside: Aside) -> None:
+        """Record an aside before the rename, so no renamed directory is ever forgotten."""
+        with self._store.write() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO cleanup_asides (volume, user, aside, job, removing_since)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (aside.volume, aside.user, aside.aside, aside.job, aside.removing_since),
+            )
+
+    def drop_aside(self, aside: Aside) -> None:
+        with self._store.write() as db:
+            db.execute(
+                "DELETE FROM cleanup_asides WHERE volume = ? AND user = ? AND aside = ?",
+                (aside.volume, aside.user, aside.aside),
             )
 
     def close(self) -> None:

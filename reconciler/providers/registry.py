@@ -14,10 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from reconciler.protocol import ErrorCode, ProviderError, Reply, Request, resolve_secret
+from reconciler.protocol import ErrorCode, ProviderError, Reply, Request, redact, secret_values
 from reconciler.providers.base import state_dir
 from reconciler.transports import BuiltinTransport, ExecTransport, JsonLinesTransport, Transport
-from reconciler.transports.base import named_error
+from reconciler.transports.base import DEFAULT_MAX_REPLY_BYTES, DEFAULT_TIMEOUT, named_error
 
 BUILTINS = {
     "directory": ("reconciler.providers.directory", "DirectoryProvider"),
@@ -26,7 +26,6 @@ BUILTINS = {
 }
 EXTERNAL = ("exec", "jsonl")
 KINDS = (*BUILTINS, *EXTERNAL)
-DEFAULT_TIMEOUT = 30.0
 
 
 class Bound:
@@ -53,14 +52,7 @@ class Bound:
 
     def _scrub(self, text: str) -> str:
         """A provider may echo a resolved secret in its error; it is never shown."""
-        for ref in self.secrets.values():
-            try:
-                value = resolve_secret(ref)
-            except ProviderError:
-                continue
-            if len(value) >= 4:
-                text = text.replace(value, "(sensitive)")
-        return text
+        return redact(text, secret_values(self.secrets.values()))
 
     def close(self) -> None:
         self.inner.close()
@@ -83,21 +75,33 @@ def secret_refs(name: str, raw: object) -> dict[str, str]:
     return dict(raw)
 
 
-def _command(name: str, binding: Mapping[str, Any]) -> tuple[list[str], float]:
+def _command(name: str, binding: Mapping[str, Any]) -> list[str]:
     command = binding.get("command")
     if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
         raise named_error(
             name, ErrorCode.INVALID_ARGUMENT, "needs 'command': a non-empty list of argv strings"
         )
+    return command
+
+
+def _limits(name: str, binding: Mapping[str, Any]) -> tuple[float, int]:
+    """The binding's ``timeout`` (seconds) and ``max_reply_bytes``, for every kind."""
     timeout = binding.get("timeout")
     if timeout is None:
         timeout = DEFAULT_TIMEOUT
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
         raise named_error(name, ErrorCode.INVALID_ARGUMENT, "needs a positive 'timeout' (seconds)")
-    return command, float(timeout)
+    cap = binding.get("max_reply_bytes")
+    if cap is None:
+        cap = DEFAULT_MAX_REPLY_BYTES
+    if not isinstance(cap, int) or isinstance(cap, bool) or cap <= 0:
+        raise named_error(name, ErrorCode.INVALID_ARGUMENT,
+                          "needs a positive 'max_reply_bytes' (bytes)")
+    return float(timeout), cap
 
 
-def _builtin(name: str, kind: str, params: Mapping[str, Any], workdir: Path) -> Transport:
+def _builtin(name: str, kind: str, params: Mapping[str, Any], workdir: Path,
+             limits: tuple[float, int]) -> Transport:
     module_name, class_name = BUILTINS[kind]
     try:
         cls = getattr(importlib.import_module(module_name), class_name)
@@ -113,7 +117,7 @@ def _builtin(name: str, kind: str, params: Mapping[str, Any], workdir: Path) -> 
     except Exception as err:  # a provider bug: its entries become unknown, the plan goes on
         detail = f"cannot start: {type(err).__name__}: {err}"
         raise named_error(name, ErrorCode.INTERNAL, detail) from None
-    return BuiltinTransport(name, provider)
+    return BuiltinTransport(name, provider, *limits)
 
 
 def open_provider(name: str, binding: Mapping[str, Any], workdir: Path) -> Transport:
@@ -127,20 +131,20 @@ def open_provider(name: str, binding: Mapping[str, Any], workdir: Path) -> Trans
     secrets = secret_refs(name, binding.get("secrets"))
     transport: Transport
     if isinstance(kind, str) and kind in BUILTINS:
-        transport = _builtin(name, kind, params, workdir)
+        transport = _builtin(name, kind, params, workdir, _limits(name, binding))
     elif kind in EXTERNAL:
-        command, timeout = _command(name, binding)
+        command = _command(name, binding)
+        timeout, cap = _limits(name, binding)
         # External providers run in their own state folder, where they may keep state.
         home = state_dir(workdir, name)
         try:
             home.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise named_error(name, ErrorCode.UNAVAILABLE, f"cannot start: {err}") from None
-        if kind == "exec":
-            transport = ExecTransport(name, command, timeout, cwd=home)
-        else:
-            transport = JsonLinesTransport(name, command, timeout,
-                                           stderr_path=home / "stderr.log", cwd=home)
+        external = ExecTransport if kind == "exec" else JsonLinesTransport
+        # Both write stderr to the same log, with the binding's secrets redacted.
+        transport = external(name, command, timeout, stderr_path=home / "stderr.log", cwd=home,
+                             max_reply_bytes=cap, secrets=tuple(secrets.values()))
     else:
         detail = f"has unknown kind {kind!r}; known: {', '.join(KINDS)}"
         raise named_error(name, ErrorCode.INVALID_ARGUMENT, detail)

@@ -107,12 +107,23 @@ def remove_dir_at(parent_fd: int, name: str, shown: str, destroy: bool) -> bool:
     return True
 
 
-def subdirs(dir_fd: int) -> Iterator[tuple[str, os.stat_result]]:
-    """Real subdirectories (never symbolic links) of an open directory, with their lstat."""
+def subdirs(
+    dir_fd: int, vanished: list[str] | None = None
+) -> Iterator[tuple[str, os.stat_result]]:
+    """Real subdirectories (never symbolic links) of an open directory, with their lstat.
+
+    One removed or renamed between the listing and its lstat is left out, and its name
+    added to ``vanished``: on a live volume users do that all the time.
+    """
     with os.scandir(dir_fd) as it:
-        for item in it:
-            if item.is_dir(follow_symlinks=False):
-                yield item.name, item.stat(follow_symlinks=False)
+        names = [item.name for item in it if item.is_dir(follow_symlinks=False)]
+    for name in names:
+        st = lstat_at(dir_fd, name)
+        if st is None:
+            if vanished is not None:
+                vanished.append(name)
+        elif stat.S_ISDIR(st.st_mode):
+            yield name, st
 
 
 def octal_mode(value: object, default: int, what: str) -> int:

@@ -57,6 +57,15 @@ class Backend(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    def lost(self) -> bool:
+        """True once the connection itself is gone (a server restart, a pooler, a failover):
+        then ``reconnect`` may help. A local file never loses its connection."""
+        return False
+
+    def reconnect(self) -> None:
+        """Open a new connection in place of the lost one; raise a ``StateError`` if none."""
+        raise NotImplementedError(f"{type(self).__name__} cannot reconnect")
+
     @contextmanager
     def transaction(self, write: bool) -> Iterator[None]:
         """Commit on success, roll back on any error (and keep the connection usable)."""

@@ -44,11 +44,12 @@ class LockLost(StateError):
 
     def __init__(self, name: str, holder: str, current: Lock | None, label: str) -> None:
         self.current = current
-        now = (
-            f"it is now held by {current.holder} (host {current.host})"
-            if current is not None
-            else "nobody holds it now"
-        )
+        if current is None:
+            now = "nobody holds it now"
+        elif current.holder == holder:  # found after a reconnect: nobody took it, yet
+            now = f"its lease ran out at {_when(current.expires)}"
+        else:
+            now = f"it is now held by {current.holder} (host {current.host})"
         super().__init__(
             "XCE807",
             f"lock {name!r} is no longer held by {holder}; {now}",
@@ -117,5 +118,16 @@ def not_a_store(label: str, why: str) -> StateError:
         "XCE805",
         f"not a state store: {why}",
         "point --state / XCE_STATE_URL at an xce-gitops state database, or at a new file",
+        label,
+    )
+
+
+def epoch_moved(label: str, name: str, held: int, now: int) -> StateError:
+    return StateError(
+        "XCE808",
+        f"the fencing epoch {name!r} moved on to {now} while this runner held epoch {held} "
+        "(found when its lost connection to the store was opened again)",
+        "another runner took over while this one was cut off; stop here, let that runner "
+        "finish, then run again if anything is left",
         label,
     )

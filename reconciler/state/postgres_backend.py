@@ -48,10 +48,24 @@ class PostgresBackend(Backend):
         try:
             given = conninfo_to_dict(target.url)
             extra = {k: v for k, v in _DEFAULTS.items() if k not in given}
-            # autocommit: the store sends BEGIN/COMMIT itself, as for SQLite
-            self._conn = psycopg.connect(make_conninfo(target.url, **extra), autocommit=True)
+            self._conninfo = make_conninfo(target.url, **extra)
         except psycopg.Error as err:
             raise cannot_open(self.label, self._scrub(err)) from None
+        self._conn = self._connect()
+
+    def _connect(self) -> psycopg.Connection[Row]:
+        try:
+            # autocommit: the store sends BEGIN/COMMIT itself, as for SQLite
+            return psycopg.connect(self._conninfo, autocommit=True)
+        except psycopg.Error as err:
+            raise cannot_open(self.label, self._scrub(err)) from None
+
+    def lost(self) -> bool:
+        return self._conn.broken or self._conn.closed
+
+    def reconnect(self) -> None:
+        self._conn.close()
+        self._conn = self._connect()
 
     def query(self, sql: str, params: Params = ()) -> list[Row]:
         return self._conn.execute(sql, params).fetchall()

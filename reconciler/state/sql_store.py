@@ -3,25 +3,31 @@
 Each public method is one transaction; writes first read the store's clock (the server's,
 for PostgreSQL), so lease times come from one clock however many runners share the store.
 A mutex makes one store safe to share between threads (the apply and its lock heartbeat).
+
+A lost connection (a server restart, a pooler, a failover) is opened again and the method's
+transaction run once more, but only while every lease this store took is still its own and
+no newer epoch was taken under its name: otherwise the runner may have been superseded, and
+the store raises ``LockLost`` (XCE807) or XCE808 instead, so the apply stops.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 
 from compiler.canonical import dumps_compact
 from reconciler.state.dialect import Backend, Row
-from reconciler.state.errors import LockHeld, LockLost, StateError
+from reconciler.state.errors import LockHeld, LockLost, StateError, epoch_moved, store_failed
 from reconciler.state.migrations import current_version, migrate
 from reconciler.state.store import (
-    FINAL_OP_STATUSES,
     Applied,
     DriftRecord,
     Holder,
@@ -41,6 +47,50 @@ _JOURNAL_COLUMNS = (
 _JOURNAL_J = ", ".join(f"j.{c.strip()}" for c in _JOURNAL_COLUMNS.split(","))
 # a string prefix test both databases run alike (LIKE would treat '_' and '%' in it as patterns)
 _STARTS_WITH = "substr({column}, 1, ?) = ?"
+# which rows an outcome may change besides 'done' ones (never changed): see journal_finish
+_FINISH_WHEN = {
+    OpStatus.DONE: "",
+    OpStatus.FAILED: " AND run_id = ?",
+    OpStatus.SKIPPED: " AND run_id = ? AND status <> 'running'",
+    OpStatus.RUNNING: " AND run_id = ? AND status = 'running'",
+}
+RECONNECT_S = 10.0  # how long to try to reopen a lost connection when no lease bounds it
+_PAUSE_S = (0.05, 1.0)  # first and longest pause between two attempts to reconnect
+
+P = ParamSpec("P")
+T = TypeVar("T")
+_Method = Callable[Concatenate["SqlStore", P], T]
+
+
+@dataclass(frozen=True, slots=True)
+class _Lease:
+    holder: str
+    until: float  # time.monotonic() when the lease runs out unless renewed
+
+
+def _reconnecting(method: _Method[P, T]) -> _Method[P, T]:
+    """Run the method (one transaction) again on a new connection when the old one was lost.
+
+    A transaction cut off before its COMMIT was rolled back by the server; one cut off
+    during its COMMIT may have been committed, so every method is safe to run twice: at
+    worst an op's attempts count one more, a drift record is kept twice, or a release that
+    went through reports the lock lost.
+    """
+
+    def run(self: SqlStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with self._mutex:
+            deadline: float | None = None
+            while True:
+                try:
+                    return method(self, *args, **kwargs)
+                except StateError:
+                    if not self._db.lost():
+                        raise
+                    deadline = deadline or self._reconnect_deadline()
+                    self._reconnect(deadline)
+
+    functools.update_wrapper(run, method)
+    return run
 
 
 class SqlStore:
@@ -50,6 +100,9 @@ class SqlStore:
         self._db = backend
         self._sql = backend.dialect.sql
         self._mutex = threading.RLock()
+        self._leases: dict[str, _Lease] = {}  # the locks this store holds, by name
+        self._epochs: dict[str, int] = {}  # the epoch taken under each of those names
+        self.reconnects = 0  # lost connections opened again (for the apply's notices)
         try:
             with self._guarded():
                 migrate(backend)
@@ -94,8 +147,63 @@ class SqlStore:
     def _write(self) -> Iterator[float]:
         """A write transaction; yields the store's clock (epoch seconds)."""
         with self._transaction(write=True):
-            now_sql = self._db.dialect.now_sql
-            yield float(self._db.query(now_sql)[0][0]) if now_sql else time.time()
+            yield self._clock()
+
+    def _clock(self) -> float:
+        now_sql = self._db.dialect.now_sql
+        return float(self._db.query(now_sql)[0][0]) if now_sql else time.time()
+
+    # -- reconnecting ------------------------------------------------------------------
+
+    def _reconnect_deadline(self) -> float:
+        """Until the first lease held would run out: past it, the runner must stop anyway."""
+        leases = [lease.until for lease in self._leases.values()]
+        return min(leases) if leases else time.monotonic() + RECONNECT_S
+
+    def _reconnect(self, deadline: float) -> None:
+        """Open a new connection, then check the leases and epochs; try until ``deadline``."""
+        pause, started = _PAUSE_S[0], time.monotonic()
+        while True:
+            try:
+                self._db.reconnect()
+                self._verify_held()
+                self.reconnects += 1
+                return
+            except StateError as err:
+                if not self._db.lost():  # reconnected, but the lease or epoch is gone
+                    raise
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    why = err.problems[0].message
+                    raise store_failed(self.label, f"the connection was lost and could not "
+                                       f"be opened again within {time.monotonic() - started:.1f}"
+                                       f" s ({why})") from None
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, _PAUSE_S[1])
+
+    def _verify_held(self) -> None:
+        """Go on only while each lease is still ours and unexpired and no newer epoch was
+        taken under its name: else another runner may have taken over meanwhile."""
+        with self._transaction(write=False):
+            now = _time(self._clock())
+            for name, lease in list(self._leases.items()):
+                lock = self._lock(name)
+                if lock is None or lock.holder != lease.holder or lock.expires <= now:
+                    self._forget(name)
+                    raise LockLost(name, lease.holder, lock, self.label)
+                held = self._epochs.get(name)
+                rows = self._query("SELECT value FROM epochs WHERE name = ?", name)
+                value = int(rows[0][0]) if rows else 0
+                if held is not None and value != held:
+                    self._forget(name)
+                    raise epoch_moved(self.label, name, held, value)
+
+    def _hold(self, lock: Lock, ttl: float) -> None:
+        self._leases[lock.name] = _Lease(lock.holder, time.monotonic() + ttl)
+
+    def _forget(self, name: str) -> None:
+        self._leases.pop(name, None)
+        self._epochs.pop(name, None)
 
     def _query(self, sql: str, *params: Any) -> list[Row]:
         return self._db.query(self._sql(sql), params)
@@ -103,6 +211,7 @@ class SqlStore:
     def _execute(self, sql: str, *params: Any) -> int:
         return self._db.execute(self._sql(sql), params)
 
+    @_reconnecting
     def schema_version(self) -> int:
         with self._transaction(write=False):
             return current_version(self._db)
@@ -122,6 +231,7 @@ class SqlStore:
                 raise LockHeld(lock, self.label, wait)
             time.sleep(min(poll, wait - waited))
 
+    @_reconnecting
     def _try_acquire(self, name: str, holder: Holder, ttl: float) -> Lock:
         """Insert the lock, or take it over if it expired or is already ours; return the row."""
         with self._write() as now:
@@ -140,8 +250,11 @@ class SqlStore:
             )
             lock = self._lock(name)
         assert lock is not None  # inserted or kept in this very transaction
+        if lock.holder == holder.name:
+            self._hold(lock, ttl)
         return lock
 
+    @_reconnecting
     def renew(self, name: str, holder: str, ttl: float) -> Lock:
         with self._write() as now:
             changed = self._execute(
@@ -152,26 +265,36 @@ class SqlStore:
             )
             lock = self._lock(name)
         if not changed or lock is None:
+            self._forget(name)
             raise LockLost(name, holder, lock, self.label)
+        self._hold(lock, ttl)
         return lock
 
+    @_reconnecting
     def release(self, name: str, holder: str) -> None:
         with self._write():
-            if self._execute("DELETE FROM locks WHERE name = ? AND holder = ?", name, holder):
-                return
-            current = self._lock(name)
-        raise LockLost(name, holder, current, self.label)
+            released = self._execute(
+                "DELETE FROM locks WHERE name = ? AND holder = ?", name, holder
+            )
+            current = None if released else self._lock(name)
+        self._forget(name)
+        if not released:
+            raise LockLost(name, holder, current, self.label)
 
+    @_reconnecting
     def force_release(self, name: str) -> Lock | None:
         with self._write():
             lock = self._lock(name)
             self._execute("DELETE FROM locks WHERE name = ?", name)
+        self._forget(name)
         return lock
 
+    @_reconnecting
     def get_lock(self, name: str) -> Lock | None:
         with self._transaction(write=False):
             return self._lock(name)
 
+    @_reconnecting
     def list_locks(self) -> list[Lock]:
         with self._transaction(write=False):
             rows = self._query(f"SELECT {_LOCK_COLUMNS} FROM locks ORDER BY name")
@@ -183,6 +306,7 @@ class SqlStore:
 
     # -- epochs ------------------------------------------------------------------------
 
+    @_reconnecting
     def next_epoch(self, name: str) -> int:
         with self._write():
             self._execute(
@@ -190,14 +314,19 @@ class SqlStore:
                 "ON CONFLICT (name) DO UPDATE SET value = epochs.value + 1",
                 name,
             )
-            return int(self._query("SELECT value FROM epochs WHERE name = ?", name)[0][0])
+            epoch = int(self._query("SELECT value FROM epochs WHERE name = ?", name)[0][0])
+        if name in self._leases:  # the epoch of the lock held: checked after a reconnect
+            self._epochs[name] = epoch
+        return epoch
 
     # -- runs --------------------------------------------------------------------------
 
+    @_reconnecting
     def start_run(self, run_id: str, plan_digest: str, holder: str) -> Run:
         with self._write() as now:
-            self._execute(
-                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, NULL, ?)",
+            self._execute(  # run ids are unique: a conflict is this very insert run again
+                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, NULL, ?) "
+                "ON CONFLICT (run_id) DO NOTHING",
                 run_id,
                 plan_digest,
                 holder,
@@ -206,6 +335,7 @@ class SqlStore:
             )
             return self._run(run_id)
 
+    @_reconnecting
     def finish_run(self, run_id: str, status: RunStatus) -> Run:
         with self._write() as now:
             if not self._execute(
@@ -215,13 +345,19 @@ class SqlStore:
                 run_id,
             ):
                 raise LookupError(f"no run {run_id!r} in the state store")
+            self._execute(
+                "DELETE FROM journal WHERE run_id = ? AND status = 'pending' AND attempts = 0",
+                run_id,
+            )
             return self._run(run_id)
 
+    @_reconnecting
     def get_run(self, run_id: str) -> Run | None:
         with self._transaction(write=False):
             rows = self._query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", run_id)
         return _to_run(rows[0]) if rows else None
 
+    @_reconnecting
     def runs(
         self, plan_digest: str | None = None, limit: int = 20, *, prefix: str | None = None
     ) -> list[Run]:
@@ -247,22 +383,25 @@ class SqlStore:
 
     # -- journal -----------------------------------------------------------------------
 
+    @_reconnecting
     def journal_add(self, run_id: str, ops: Iterable[PlannedOp]) -> None:
-        rows = (
+        rows = [
             (op.op_id, run_id, op.action, op.entry_id, op.provider, OpStatus.PENDING.value)
             for op in ops
-        )
+        ]  # a list: run again after a reconnect, it must yield the rows again
         with self._write():
             self._db.execute_many(
                 self._sql(
                     "INSERT INTO journal (op_id, run_id, action, entry_id, provider, status) "
                     "VALUES (?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (op_id) DO UPDATE SET run_id = excluded.run_id, "
-                    "status = excluded.status WHERE journal.status <> 'done'"
+                    "status = CASE journal.status WHEN 'running' THEN 'running' "
+                    "ELSE excluded.status END WHERE journal.status <> 'done'"
                 ),
                 rows,
             )
 
+    @_reconnecting
     def journal_start(self, run_id: str, op: PlannedOp) -> JournalEntry:
         with self._write() as now:
             self._execute(
@@ -283,34 +422,51 @@ class SqlStore:
         assert entry is not None  # inserted or kept in this very transaction
         return entry
 
+    @_reconnecting
     def journal_finish(
         self,
+        run_id: str,
         op_id: str,
         status: OpStatus,
         *,
         error: str | None = None,
         result: Mapping[str, Any] | None = None,
     ) -> JournalEntry:
-        if status not in FINAL_OP_STATUSES:
-            raise ValueError(f"journal_finish needs a final status, not {status.value!r}")
+        if status not in _FINISH_WHEN:
+            raise ValueError(f"journal_finish cannot record {status.value!r}")
         encoded = None if result is None else dumps_compact(result).decode()
+        when = _FINISH_WHEN[status]
         with self._write() as now:
             # a done op stays done: a late finish (a superseded runner's failed call) must not
             # turn it back into work, nor erase the result of the call that did it
             self._execute(
                 "UPDATE journal SET status = ?, error = ?, result = ?, finished = ? "
-                "WHERE op_id = ? AND status <> 'done'",
+                f"WHERE op_id = ? AND status <> 'done'{when}",
                 status.value,
                 error,
                 encoded,
                 now,
                 op_id,
+                *((run_id,) if when else ()),
             )
             entry = self._entry(op_id)
         if entry is None:
             raise LookupError(f"no operation {op_id!r} in the journal")
         return entry
 
+    @_reconnecting
+    def journal_abandon(self, run_id: str, op_id: str, why: str) -> bool:
+        with self._write() as now:
+            return bool(self._execute(
+                "UPDATE journal SET status = 'skipped', error = ?, finished = ? "
+                "WHERE op_id = ? AND run_id = ? AND status = 'running'",
+                why,
+                now,
+                op_id,
+                run_id,
+            ))
+
+    @_reconnecting
     def journal(
         self, *, run_id: str | None = None, plan_digest: str | None = None
     ) -> list[JournalEntry]:
@@ -327,6 +483,7 @@ class SqlStore:
             rows = self._query(sql + " ORDER BY j.op_id", run_id or plan_digest)
         return [_to_entry(row) for row in rows]
 
+    @_reconnecting
     def in_doubt(self, run_prefix: str) -> list[JournalEntry]:
         with self._transaction(write=False):
             rows = self._query(
@@ -338,6 +495,7 @@ class SqlStore:
             )
         return [_to_entry(row) for row in rows]
 
+    @_reconnecting
     def done_op_ids(self, plan_digest: str) -> frozenset[str]:
         with self._transaction(write=False):
             rows = self._query(
@@ -353,6 +511,7 @@ class SqlStore:
 
     # -- site history ------------------------------------------------------------------
 
+    @_reconnecting
     def set_applied(self, site: str, digest: str, revision: str | None) -> Applied:
         with self._write() as now:
             self._execute(
@@ -366,6 +525,7 @@ class SqlStore:
             )
         return Applied(site, digest, revision, _time(now))
 
+    @_reconnecting
     def get_applied(self, site: str) -> Applied | None:
         with self._transaction(write=False):
             rows = self._query(
@@ -376,6 +536,7 @@ class SqlStore:
         site, digest, revision, applied = rows[0]
         return Applied(site, digest, revision, _time(applied))
 
+    @_reconnecting
     def record_drift(self, site: str, counts: Mapping[str, int]) -> DriftRecord:
         with self._write() as now:
             self._execute(
@@ -386,6 +547,7 @@ class SqlStore:
             )
         return DriftRecord(site, _time(now), dict(counts))
 
+    @_reconnecting
     def drift_history(self, site: str, limit: int = 50) -> list[DriftRecord]:
         with self._transaction(write=False):
             rows = self._query(
@@ -395,6 +557,44 @@ class SqlStore:
                 limit,
             )
         return [DriftRecord(s, _time(at), orjson.loads(counts)) for s, at, counts in rows]
+
+    # -- provider generations ----------------------------------------------------------
+
+    def provider_generations(self, site: str) -> dict[str, int]:
+        with self._transaction(write=False):
+            rows = self._query(
+                "SELECT provider, generation FROM provider_generations WHERE site = ?", site
+            )
+        return {provider: int(generation) for provider, generation in rows}
+
+    def record_generations(self, site: str, generations: Mapping[str, int]) -> None:
+        self._put_generations(site, generations, lower=False)
+
+    def accept_generation(self, site: str, provider: str, generation: int) -> None:
+        self._put_generations(site, {provider: generation}, lower=True)
+
+    def _put_generations(self, site: str, generations: Mapping[str, int], lower: bool) -> None:
+        # one upsert decides, so two runners recording at once never lower the record
+        keep = "" if lower else " WHERE excluded.generation > provider_generations.generation"
+        rows = [(site, p, _padded(g)) for p, g in sorted(generations.items())]
+        if not rows:
+            return
+        with self._write() as now:
+            self._db.execute_many(
+                self._sql(
+                    "INSERT INTO provider_generations (site, provider, generation, recorded) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT (site, provider) DO UPDATE SET "
+                    f"generation = excluded.generation, recorded = excluded.recorded{keep}"
+                ),
+                [(*row, now) for row in rows],
+            )
+
+
+def _padded(generation: int) -> str:
+    """20 digits hold any generation (0 .. 2**64-1); padded, text order is number order."""
+    if not 0 <= generation < 2**64:
+        raise ValueError(f"a generation is a whole number from 0 to 2**64-1, not {generation}")
+    return f"{generation:020d}"
 
 
 def _time(epoch_seconds: float) -> datetime:

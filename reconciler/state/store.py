@@ -14,14 +14,17 @@ from typing import Any, Protocol
 
 
 class OpStatus(StrEnum):
+    """Where an op stands. ``running`` means *sent, outcome unknown*: in flight while its run
+    lives, in doubt once it ended. Only an outcome of the call ends it (``done``, or
+    ``failed`` from the run that sent it), or recovery closing an op no plan needs any more:
+    a new run adopts it still in doubt, and a skip leaves it in doubt.
+    """
+
     PENDING = "pending"
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
     SKIPPED = "skipped"
-
-
-FINAL_OP_STATUSES = frozenset({OpStatus.DONE, OpStatus.FAILED, OpStatus.SKIPPED})
 
 
 class RunStatus(StrEnum):
@@ -116,6 +119,12 @@ class StateStore(Protocol):
         """The store's location for messages: a path or a password-free URL."""
         ...
 
+    @property
+    def reconnects(self) -> int:
+        """How often a lost connection was opened again (each time with the leases and
+        epochs this store holds found still its own)."""
+        ...
+
     def schema_version(self) -> int: ...
 
     # -- locks (TTL leases) ------------------------------------------------------------
@@ -149,7 +158,11 @@ class StateStore(Protocol):
     # -- runs and the operation journal ------------------------------------------------
     def start_run(self, run_id: str, plan_digest: str, holder: str) -> Run: ...
 
-    def finish_run(self, run_id: str, status: RunStatus) -> Run: ...
+    def finish_run(self, run_id: str, status: RunStatus) -> Run:
+        """Close the run; the ops it journaled but never sent (``pending``, no attempt) are
+        dropped: nobody will send them under this run, and a rerun of the same plan journals
+        them again from the plan."""
+        ...
 
     def get_run(self, run_id: str) -> Run | None: ...
 
@@ -161,7 +174,8 @@ class StateStore(Protocol):
         ...
 
     def journal_add(self, run_id: str, ops: Iterable[PlannedOp]) -> None:
-        """Record ops as pending; ops already done keep their row, others join this run."""
+        """Record ops as pending; ops already done keep their row, others join this run (an
+        op in doubt joins it still ``running``: only an outcome of its call ends the doubt)."""
         ...
 
     def journal_start(self, run_id: str, op: PlannedOp) -> JournalEntry:
@@ -170,17 +184,26 @@ class StateStore(Protocol):
 
     def journal_finish(
         self,
+        run_id: str,
         op_id: str,
         status: OpStatus,
         *,
         error: str | None = None,
         result: Mapping[str, Any] | None = None,
     ) -> JournalEntry:
-        """Record the outcome of a call: done, failed or skipped; return the row as stored.
+        """Record what became of an op in run ``run_id``; return the row as stored.
 
-        A done op stays done (its result kept): a late outcome of the same op from a
-        runner that was superseded cannot undo it.
+        ``done``: the provider did it, whichever run asked (a done op stays done, its result
+        kept). ``failed``: only while the op is this run's (a superseded runner's late
+        failure cannot end the doubt of a newer run's call). ``skipped``: only for this
+        run's ops that are not in doubt. ``running``: this run's call ended without a known
+        outcome (a deadline): the error is kept and the op stays in doubt.
         """
+        ...
+
+    def journal_abandon(self, run_id: str, op_id: str, why: str) -> bool:
+        """Close as skipped an op that the dead run ``run_id`` left in doubt and that no plan
+        will send again; False when it has an outcome by now or another run adopted it."""
         ...
 
     def journal(
@@ -207,6 +230,19 @@ class StateStore(Protocol):
 
     def drift_history(self, site: str, limit: int = 50) -> list[DriftRecord]:
         """Most recent first."""
+        ...
+
+    # -- provider generations (docs/plan.md, "Providers that did not answer") ----------
+    def provider_generations(self, site: str) -> dict[str, int]:
+        """The highest inventory generation recorded per provider of ``site``."""
+        ...
+
+    def record_generations(self, site: str, generations: Mapping[str, int]) -> None:
+        """Remember generations a gather trusted; a recorded generation never goes down."""
+        ...
+
+    def accept_generation(self, site: str, provider: str, generation: int) -> None:
+        """Record ``generation`` even if lower: the provider was replaced on purpose."""
         ...
 
     def close(self) -> None: ...

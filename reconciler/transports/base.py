@@ -11,7 +11,11 @@ from typing import Any, Protocol
 
 import orjson
 
+from compiler.units import format_size
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
+
+DEFAULT_TIMEOUT = 30.0  # seconds one call may take (a binding's ``timeout``)
+DEFAULT_MAX_REPLY_BYTES = 256 * 2**20  # a binding's ``max_reply_bytes``
 
 
 class Transport(Protocol):
@@ -38,7 +42,22 @@ def channel_error(provider: str, code: ErrorCode, detail: str) -> Reply:
     return Reply.failure(named_error(provider, code, detail))
 
 
-def decode_document(provider: str, raw: bytes) -> Any:
+def reply_too_large(provider: str, limit: int, stopped: str = "killed") -> ProviderError:
+    """A reply past the binding's cap: the provider is stopped and the call fails.
+
+    INTERNAL, as for any reply that breaks the protocol: not retryable (the same request
+    would bring the same reply), and for a change the outcome is unknown (the provider may
+    have done it before it answered), so the applier keeps the op in doubt. Not
+    RESOURCE_EXHAUSTED, which says that the provider had no room and did nothing."""
+    return named_error(
+        provider,
+        ErrorCode.INTERNAL,
+        f"wrote a reply larger than its limit of {format_size(limit)} ({stopped}); if the "
+        "reply is meant to be that large, raise the provider's max_reply_bytes in site-config",
+    )
+
+
+def decode_document(provider: str, raw: bytes | bytearray) -> Any:
     """Parse JSON a provider wrote; garbage raises INTERNAL naming the provider."""
     try:
         return orjson.loads(raw)
@@ -57,7 +76,8 @@ def decode_reply(provider: str, doc: Any) -> Reply:
         raise named_error(provider, ErrorCode.INTERNAL, detail) from None
 
 
-def preview(raw: bytes, limit: int = 120) -> str:
+def preview(raw: bytes | bytearray, limit: int = 120) -> str:
     """A short, single-line excerpt of what a provider wrote, for error messages."""
-    text = raw.decode("utf-8", "replace").strip().replace("\n", "\\n")
-    return repr(text if len(text) <= limit else text[:limit] + "…")
+    text = bytes(raw[: limit * 4]).decode("utf-8", "replace").strip().replace("\n", "\\n")
+    cut = len(text) > limit or len(raw) > limit * 4  # a reply may be huge: never decode it all
+    return repr(text[:limit] + "…" if cut else text)

@@ -5,7 +5,9 @@ Each request line carries an ``id`` that its reply line must echo; a reply that 
 JSON or has the wrong id means the stream is out of step, so the process is killed and
 the next call starts a fresh one (restart on crash). Calls are serialized per transport.
 The timeout covers writing the request too: a provider that stops reading its input
-cannot block the caller on a full pipe.
+cannot block the caller on a full pipe. A reply line longer than the binding's
+``max_reply_bytes`` stops the process (it restarts on the next call); its stderr is
+written, redacted, to its log by a thread that lives as long as the process.
 """
 
 from __future__ import annotations
@@ -18,11 +20,21 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
 
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
-from reconciler.transports.base import decode_document, decode_reply, encode_request, named_error
-from reconciler.transports.process import exit_detail, kill_tree, spawn, unavailable
+from reconciler.transports.base import (
+    DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_TIMEOUT,
+    decode_document,
+    decode_reply,
+    encode_request,
+    named_error,
+    reply_too_large,
+)
+from reconciler.transports.process import exit_detail, kill_tree, spawn, unavailable, write_some
+from reconciler.transports.stderr import StderrLog
+
+_PUMP_GRACE = 2.0  # seconds for the stderr thread to drain a stopped provider's last lines
 
 
 class JsonLinesTransport:
@@ -30,17 +42,22 @@ class JsonLinesTransport:
         self,
         name: str,
         command: Sequence[str],
-        timeout: float = 30.0,
+        timeout: float = DEFAULT_TIMEOUT,
         stderr_path: Path | None = None,
         cwd: Path | None = None,
+        *,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        secrets: Sequence[str] = (),
     ) -> None:
         self.cwd = cwd
         self.name = name
         self.command = tuple(command)
         self.timeout = timeout
         self.stderr_path = stderr_path
+        self.max_reply_bytes = max_reply_bytes
+        self.secrets = tuple(secrets)  # references whose values are redacted from stderr
         self._proc: subprocess.Popen[bytes] | None = None
-        self._stderr: IO[bytes] | None = None
+        self._stderr: tuple[StderrLog, threading.Thread] | None = None
         self._buffer = bytearray()
         self._next_id = 0
         self._lock = threading.Lock()
@@ -92,14 +109,16 @@ class JsonLinesTransport:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
         self._stop()
-        stderr: int | IO[bytes] = subprocess.DEVNULL
-        if self.stderr_path is not None:
-            self.stderr_path.parent.mkdir(parents=True, exist_ok=True)
-            self._stderr = stderr = open(self.stderr_path, "ab")  # noqa: SIM115 - lives with proc
-        self._proc = spawn(self.name, self.command, stderr, self.cwd)
-        assert self._proc.stdin is not None
-        os.set_blocking(self._proc.stdin.fileno(), False)  # writes wait in _send, timed
-        return self._proc
+        log = StderrLog(self.name, self.stderr_path, self.secrets)
+        try:
+            proc = spawn(self.name, self.command, subprocess.PIPE, self.cwd)
+        except ProviderError:
+            log.finish()
+            raise
+        assert proc.stdin is not None and proc.stderr is not None
+        self._proc, self._stderr = proc, (log, log.follow(proc.stderr))
+        os.set_blocking(proc.stdin.fileno(), False)  # writes wait in _send, timed
+        return proc
 
     def _send(self, proc: subprocess.Popen[bytes], line: bytes, deadline: float) -> bool:
         """Write the whole line before the deadline; False when the provider's input is closed."""
@@ -112,21 +131,25 @@ class JsonLinesTransport:
                 left = deadline - time.monotonic()
                 if left <= 0 or not sel.select(left):
                     raise self._timed_out("did not read its request")
-                try:
-                    view = view[os.write(fd, view):]
-                except BlockingIOError:
-                    continue
-                except BrokenPipeError:
+                rest = write_some(fd, view)
+                if rest is None:
                     return False
+                view = rest
         return True
 
-    def _read_line(self, deadline: float) -> bytes:
+    def _read_line(self, deadline: float) -> bytearray:
+        """The next line, up to the cap; only new bytes are searched for its end, so a
+        long line costs linear time."""
         proc = self._proc
         assert proc is not None and proc.stdout is not None
         fd = proc.stdout.fileno()
+        searched = 0
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
-            while (end := self._buffer.find(b"\n")) < 0:
+            while (end := self._buffer.find(b"\n", searched)) < 0:
+                searched = len(self._buffer)
+                if searched > self.max_reply_bytes:
+                    raise self._too_large()
                 left = deadline - time.monotonic()
                 if left <= 0 or not sel.select(left):
                     raise self._timed_out("did not answer")
@@ -134,7 +157,9 @@ class JsonLinesTransport:
                 if not chunk:
                     raise self._died("closed its output")
                 self._buffer += chunk
-        line = bytes(self._buffer[:end])
+        if end > self.max_reply_bytes:
+            raise self._too_large()
+        line = self._buffer[:end]
         del self._buffer[: end + 1]
         return line
 
@@ -143,16 +168,21 @@ class JsonLinesTransport:
         detail = f"{what} within {self.timeout:g}s (killed; restarts on next call)"
         return named_error(self.name, ErrorCode.DEADLINE_EXCEEDED, detail)
 
+    def _too_large(self) -> ProviderError:
+        self._stop()
+        return reply_too_large(self.name, self.max_reply_bytes, "killed; restarts on next call")
+
     def _died(self, what: str) -> ProviderError:
-        proc = self._proc
+        proc, stderr = self._proc, self._stderr
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=1)  # closed its pipes but still runs: _stop kills it
         self._stop()
         code = proc.returncode if proc is not None and proc.returncode is not None else 0
+        last = stderr[0].last_line.encode() if stderr is not None else b""
         where = f"; stderr in {self.stderr_path}" if self.stderr_path else ""
         return unavailable(
-            self.name, f"{what} ({exit_detail(code)}{where}); restarts on next call"
+            self.name, f"{what} ({exit_detail(code, last)}{where}); restarts on next call"
         )
 
     def _stop(self, graceful: bool = False) -> None:
@@ -169,7 +199,7 @@ class JsonLinesTransport:
                 if stream is not None:
                     with contextlib.suppress(OSError):
                         stream.close()
-        if self._stderr is not None:
-            self._stderr.close()
+        if self._stderr is not None:  # the process is gone: its stderr ends soon
+            self._stderr[1].join(_PUMP_GRACE)
             self._stderr = None
 

@@ -66,6 +66,17 @@ def kill_tree(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=5)
 
 
+def write_some(fd: int, data: memoryview) -> memoryview | None:
+    """What is left of ``data`` after one write to a non-blocking pipe; None once the
+    reader has closed it."""
+    try:
+        return data[os.write(fd, data):]
+    except BlockingIOError:
+        return data
+    except BrokenPipeError:
+        return None
+
+
 def exit_detail(returncode: int, stderr: bytes = b"") -> str:
     """'exited with status 2: <last stderr line>' or 'was killed by signal 9'."""
     if returncode < 0:

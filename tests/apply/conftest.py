@@ -106,10 +106,15 @@ class Site:
     def let_go(self) -> None:
         (self.home / "go").touch()
 
-    def fault(self, entry: str, code: str, times: int) -> None:
-        """Make the next ``times`` calls for ``entry`` fail with ``code``."""
-        (self.home / "faults.json").write_text(
-            orjson.dumps({entry: {"code": code, "times": times}}).decode())
+    def fault(self, entry: str, code: str, times: int, *, after: bool = False) -> None:
+        """Make the next ``times`` calls for ``entry`` fail with ``code`` (``after``: the
+        provider makes the change first, and only its reply is the failure)."""
+        self.faults(entry, [(code, times, after)])
+
+    def faults(self, entry: str, sequence: Sequence[tuple[str, int, bool]]) -> None:
+        """Faults of ``entry`` served in order: each (code, times, after) as in ``fault``."""
+        doc = [{"code": c, "times": t, "after": a} for c, t, a in sequence]
+        (self.home / "faults.json").write_text(orjson.dumps({entry: doc}).decode())
 
     def seed(self, entries: Sequence[Entry], epoch: int = 0) -> None:
         """Put entries into the provider as if an earlier apply had made them."""

@@ -2,7 +2,9 @@
 
 Usage: ``python slow_provider.py STATE_DIR``; one JSON request on stdin, one reply on stdout.
 STATE_DIR holds ``state.json`` (entries, applied op_ids, highest epoch), ``faults.json``
-(``{"<entry id>": {"code": "UNAVAILABLE", "times": 2}}``: fail that many calls), and logs:
+(``{"<entry id>": {"code": "UNAVAILABLE", "times": 2}}``: fail that many calls; with
+``"after": true`` the change is made first and only the reply fails, as when a reply is
+lost; a list of such faults is served in order), and logs:
 ``executed.log`` gets one line per *effective* change (a repeated op_id is not one),
 ``calls.log`` one line per mutating call received. ``delay`` (seconds) in ``config.json``
 is slept per mutating call before the change, outside the lock, so calls overlap;
@@ -87,22 +89,42 @@ def handle(home: Path, req: dict[str, Any]) -> dict[str, Any]:
             return _fail("ABORTED", f"stale epoch {req.get('epoch')} (seen {state['epoch']})")
         state["epoch"] = req.get("epoch", 0)
         _write(home / "state.json", state)
+        faults = _read(home / "faults.json", {})
+        fault = _next_fault(faults, entry_id)
+        if fault and not fault.get("after"):  # unreachable: not even deduplicated
+            return _injected(home, faults, fault, entry_id)
         if req["op_id"] in state["ops"]:
             reply: dict[str, Any] = state["ops"][req["op_id"]]
             return reply
-        faults = _read(home / "faults.json", {})
-        fault = faults.get(entry_id)
-        if fault and fault["times"] > 0:
-            fault["times"] -= 1
-            _write(home / "faults.json", faults)
-            return _fail(fault["code"], f"injected fault for {entry_id}")
         reply = _change(state, req)
         if reply["ok"]:
             state["ops"][req["op_id"]] = reply
             state["gen"] += 1
             _log(home / "executed.log", f"{req['op_id']} {verb} {entry_id}")
         _write(home / "state.json", state)
+        if fault:
+            return _injected(home, faults, fault, entry_id)
         return reply
+
+
+def _next_fault(faults: dict[Any, Any], entry_id: str | None) -> dict[str, Any] | None:
+    """The first fault of ``entry_id`` still to be served (one, or a list taken in order)."""
+    planned = faults.get(entry_id) or []
+    for fault in planned if isinstance(planned, list) else [planned]:
+        if fault["times"] > 0:
+            return dict(fault)
+    return None
+
+
+def _injected(home: Path, faults: dict[Any, Any], fault: dict[str, Any],
+              entry_id: str | None) -> dict[str, Any]:
+    planned = faults[entry_id]
+    for served in planned if isinstance(planned, list) else [planned]:
+        if served["times"] > 0:
+            served["times"] -= 1
+            break
+    _write(home / "faults.json", faults)
+    return _fail(fault["code"], f"injected fault for {entry_id}")
 
 
 def main() -> None:

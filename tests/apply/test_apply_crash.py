@@ -10,26 +10,29 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from reconciler.apply.ops import plan_digest
+from reconciler.apply import RetryPolicy, Status
+from reconciler.apply.ops import op_id, plan_digest
 from reconciler.state import JournalEntry, OpStatus, RunStatus, StateStore
-from tests.apply.conftest import Site, volume_site
+from tests.apply.conftest import Site, pool, volume, volume_site
+from tests.apply.crashing import start_apply
 
-ROOT = Path(__file__).resolve().parents[2]
 DELAY = 0.1
 
 
 def xce_apply(site: Site, *args: str) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "reconciler.cli.apply",
-            *site.cli_args(*args, "--parallelism", "1", "--format", "json")]
-    return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    """One call at a time, so the test knows which op is in flight; stderr goes to
+    ``log(site)``."""
+    return start_apply(site.cli_args(*args, "--parallelism", "1"), log(site))
+
+
+def log(site: Site) -> Path:
+    return site.root / "apply.log"
 
 
 def journal_now(store: StateStore, digest: str | None) -> list[JournalEntry]:
@@ -63,8 +66,9 @@ def kill_when(site: Site, proc: subprocess.Popen[str], done: int, digest: str | 
     raise AssertionError("the apply never reached the kill point")
 
 
-def finish(proc: subprocess.Popen[str]) -> dict[str, object]:
-    out, err = proc.communicate(timeout=60)
+def finish(site: Site, proc: subprocess.Popen[str]) -> dict[str, object]:
+    out, _ = proc.communicate(timeout=60)
+    err = log(site).read_text()
     assert proc.returncode == 0, err
     assert "XCE826" in err  # took over the dead runner's lock without waiting for its lease
     assert "XCE827" in err  # and finished its interrupted run
@@ -82,7 +86,7 @@ def test_killed_plan_apply_finishes_exactly_the_remainder(site: Site, done_befor
     in_doubt = kill_when(site, xce_apply(site, str(plan_file)), done_before_kill, digest,
                          in_call=in_call)
 
-    report = finish(xce_apply(site, str(plan_file)))
+    report = finish(site, xce_apply(site, str(plan_file)))
     counts = report["counts"]
     assert isinstance(counts, dict)
     assert counts["already-done"] >= done_before_kill
@@ -132,7 +136,7 @@ def test_killed_auto_approve_finishes_with_a_new_plan(site: Site,
         assert in_flight not in site.executed()
         site.let_go()
 
-    report = finish(rerun)
+    report = finish(site, rerun)
     assert report["result"] == "applied"
     assert Counter(site.executed()) == entries  # each change once, none missing
     assert site.plan().actions == ()
@@ -148,3 +152,83 @@ def test_killed_auto_approve_finishes_with_a_new_plan(site: Site,
             assert (op.status, op.run_id, op.attempts) == (OpStatus.DONE, runs[0].run_id, 2)
             assert site.calls().count(in_flight) == 2
             assert site.call_ops(in_flight) == [in_doubt, in_doubt]
+
+
+def test_an_op_in_doubt_skipped_for_want_of_permission_stays_in_doubt(site: Site) -> None:
+    """Killed mid-delete under --allow-destroy, run again without it (the delete is skipped)
+    and then with it: the delete the first run sent is still this plan's own change, not a
+    change that makes the plan stale."""
+    site.write([volume("v1")])
+    site.seed([pool("spare")])
+    site.configure(delay=DELAY, hold=["storage-pool/spare"])
+    plan = site.plan()
+    plan_file = site.save(plan)
+    first = xce_apply(site, str(plan_file), "--allow-destroy")
+    deadline = time.monotonic() + 30
+    while "storage-pool/spare" not in site.calls():  # the delete is in flight
+        assert time.monotonic() < deadline and first.poll() is None, first.communicate()
+        time.sleep(0.01)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    site.let_go()  # the orphaned call deletes the pool after all
+    while "storage-pool/spare" not in site.executed():
+        time.sleep(0.01)
+
+    without = xce_apply(site, str(plan_file))
+    out, _ = without.communicate(timeout=60)
+    assert without.returncode == 0, log(site).read_text()
+    skipped = [a for a in json.loads(out)["actions"] if a["status"] == "skipped"]
+    assert [(a["entry"], a["code"]) for a in skipped] == [("storage-pool/spare", "XCE830")]
+    (delete,) = [a for a in plan.actions if a.entry == "storage-pool/spare"]
+    op = op_id(plan_digest(plan), delete)
+    with site.store() as store:
+        assert [e.op_id for e in store.in_doubt("apply/test@")] == [op]
+
+    again = xce_apply(site, str(plan_file), "--allow-destroy")
+    out, _ = again.communicate(timeout=60)
+    assert again.returncode == 0, log(site).read_text()
+    assert json.loads(out)["result"] == "applied"
+    assert Counter(site.executed()) == Counter(a.entry for a in plan.actions)
+    assert site.call_ops("storage-pool/spare") == [op, op]  # sent again, deduplicated
+    assert site.plan().actions == ()
+
+
+@pytest.mark.parametrize("code", ["INTERNAL", "DEADLINE_EXCEEDED"])
+def test_a_call_whose_outcome_is_unknown_stays_in_doubt(site: Site, code: str) -> None:
+    """The provider did it, but its reply was lost or came too late: the action failed, yet
+    its op may have been done, so the same plan applied again is not stale because of it."""
+    site.write(volume_site(volumes=1, users=2))
+    plan = site.plan()
+    lost = "volume-dir/v1/u01"
+    site.fault(lost, code, 1, after=True)
+    first = site.apply(plan, retry=RetryPolicy(retries=0))
+    (failed,) = [o for o in first.outcomes if o.status is Status.FAILED]
+    assert (failed.action.entry, failed.error) == (lost, code)
+    assert "it may have been done, so it stays in doubt" in failed.message
+    with site.store() as store:
+        (doubt,) = store.in_doubt("apply/test@")
+        assert (doubt.op_id, doubt.error) == (failed.op_id, f"{code}: injected fault for {lost}")
+
+    second = site.apply(plan)
+    assert (second.result, second.counts()["done"]) == ("applied", 1)
+    assert site.call_ops(lost) == [failed.op_id, failed.op_id]
+    assert Counter(site.executed()) == Counter(a.entry for a in plan.actions)
+
+
+def test_an_op_stays_in_doubt_when_a_later_attempt_fails_for_sure(site: Site) -> None:
+    """Attempt 1 timed out after the provider made the change; attempt 2 could not reach
+    it at all. The op may have been done, so it stays in doubt and is not stale next time."""
+    site.write(volume_site(volumes=1, users=2))
+    plan = site.plan()
+    lost = "volume-dir/v1/u01"
+    site.faults(lost, [("DEADLINE_EXCEEDED", 1, True), ("UNAVAILABLE", 5, False)])
+    first = site.apply(plan, retry=RetryPolicy(retries=1, delay=0.01))
+    (failed,) = [o for o in first.outcomes if o.status is Status.FAILED]
+    assert (failed.action.entry, failed.error, failed.attempts) == (lost, "UNAVAILABLE", 2)
+    assert "it may have been done, so it stays in doubt" in failed.message
+    with site.store() as store:
+        assert [e.op_id for e in store.in_doubt("apply/test@")] == [failed.op_id]
+    site.faults(lost, [])
+    second = site.apply(plan)
+    assert (second.result, second.counts()["done"]) == ("applied", 1)
+    assert Counter(site.executed()) == Counter(a.entry for a in plan.actions)

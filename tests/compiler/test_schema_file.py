@@ -49,7 +49,8 @@ def test_committed_schema_is_what_the_compiler_prints(capsys: pytest.CaptureFixt
 DRAFT7_KEYWORDS = {
     "$schema", "$ref", "$defs", "title", "description", "default", "type", "properties",
     "additionalProperties", "patternProperties", "propertyNames", "required", "items",
-    "anyOf", "enum", "const", "pattern", "minimum", "maximum", "maxLength",
+    "anyOf", "allOf", "if", "then", "enum", "const", "pattern", "minimum", "maximum",
+    "minLength", "maxLength", "minItems",
 }  # fmt: skip
 
 
@@ -113,6 +114,16 @@ def test_language_reference_examples_validate(example: str) -> None:
         ),
         ("version: 1\nsite: {name: t, join_deadline: 30 minutes}\n", "does not match"),
         ("version: 1\nproviders: [{name: p, kind: nfs}]\n", "is not one of"),
+        (
+            "version: 1\nproviders: [{name: c, kind: dataset-copy,"
+            " params: {location: group/g, cache_rot: /c}}]\n",
+            "Additional properties are not allowed ('cache_rot'",
+        ),
+        ("version: 1\nproviders: [{name: c, kind: dataset-copy}]\n", "'params' is a required"),
+        (
+            "version: 1\nproviders: [{name: f, kind: directory, params: {quota_backend: zfs}}]\n",
+            "'zfs' is not one of",
+        ),
     ],
 )
 def test_schema_flags_what_an_editor_should(text: str, why: str) -> None:

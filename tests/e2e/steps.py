@@ -86,6 +86,13 @@ def wipe_map(ws: Workspace, arg: Any) -> None:
         db.close()
 
 
+def corrupt_map(ws: Workspace, arg: Any) -> None:
+    """Overwrite the first 16 bytes of a controller map (its SQLite header): a disk fault."""
+    binding = compile_desired(ws.site).bindings["providers"][arg]
+    with map_path(arg, binding.get("params") or {}, ws.workdir).open("r+b") as fh:
+        fh.write(b"\0" * 16)
+
+
 def foreign_entry(ws: Workspace, arg: Any) -> None:
     create_as(ws, arg["provider"], arg["owner"], dict(arg["entry"]))
 
@@ -113,6 +120,7 @@ STEPS: dict[str, Step] = {
     "plant_symlink": plant_symlink,
     "remove_tree": remove_tree,
     "wipe_map": wipe_map,
+    "corrupt_map": corrupt_map,
     "foreign_entry": foreign_entry,
     "stop_provider": stop_provider,
     "clock": clock,

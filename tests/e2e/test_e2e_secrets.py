@@ -2,9 +2,9 @@
 not on stderr, not in the saved plan file — even when a provider echoes the value back.
 
 The scenario ``secret_echoed`` binds the cloud provider with ``credentials: {api_token:
-env:XCE_TEST_TOKEN}`` and the volume provider with a secret-named param that is a
-reference; its provider resolves the token (it refuses to work without it) and reports it
-inside every instance, on entries the plan updates and releases.
+env:XCE_TEST_TOKEN}`` and a secret-named param that is a reference; its provider
+resolves the token (it refuses to work without it) and reports it inside every instance,
+on entries the plan updates and releases.
 """
 
 from __future__ import annotations

@@ -142,3 +142,40 @@ def test_markdown_caps_a_flood_of_guard_problems() -> None:
     assert len(out) < 60_000
     assert "4950 more problems" in out
     assert "refused by a guard" in out
+
+
+def test_shorten_keeps_start_and_end_and_says_how_much_is_left_out() -> None:
+    from reconciler.plan_render.common import shorten
+
+    assert shorten("a" * 200) == "a" * 200
+    cut = shorten("<" + "x" * 10_000 + ">")
+    assert cut.startswith("<xxx") and cut.endswith("xx>") and len(cut) < 250
+    assert "[9827 more characters]" in cut
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_long_live_values_are_shortened_when_displayed(fmt: str) -> None:
+    """Issue 8 §8: an inventory with huge values printed 52 MB of plan. Ids within the
+    limits (2,048 bytes), a 1 MiB attribute and a long provider message stay readable."""
+    from compiler.supply_map import Entry, SupplyMap
+    from reconciler.planner import make_plan
+
+    owner = "site/t"
+    long_id = "volume/" + "/".join(["v" * 200] * 9)
+    desired = Entry("quota/q", "quota", "available", "config", "fs", amount=1,
+                    attributes={"note": "y" * 2**20}, owner=owner)
+    gone = Entry(long_id, "volume", "available", "config", "fs", owner=owner)
+    plan = make_plan(
+        SupplyMap({desired.id: desired, "license/l@site": Entry(
+            "license/l@site", "license", "available", "config", "down")}, owner=owner,
+            settings={"owner": owner, "management": {"volume": "correct-destructive"}}),
+        SupplyMap({"quota/q": replace(desired, attributes={"note": "z" * 2**20}),
+                   long_id: gone}, owner=owner, unknown={"down": "E" * 50_000}),
+        now=0, destroy=True)
+    assert {a.id for a in plan.actions} == {"update:quota/q", f"delete:{long_id}"}
+    out = render_plan(plan, fmt)
+    assert len(out) < 8_000, len(out)
+    assert "more characters]" in out
+    doc = orjson.loads(render_json(plan))  # the JSON (and the plan file) keep every byte
+    [update] = [a for a in doc["actions"] if a["action"] == "update"]
+    assert update["changes"][0]["after"] == "y" * 2**20

@@ -129,9 +129,9 @@ def test_inventory_rehashes_only_changed_files(cache: Cache, monkeypatch: pytest
     hashed: list[str] = []
     real = dataset_digest_module.file_hex
 
-    def spy(dir_fd: int | None, name: str | Path) -> str:
+    def spy(dir_fd: int | None, name: str | Path, shown: str | None = None) -> str:
         hashed.append(str(name))
-        return real(dir_fd, name)
+        return real(dir_fd, name, shown)
 
     monkeypatch.setattr(dataset_copy, "file_hex", spy)
     inventory(cache.t)

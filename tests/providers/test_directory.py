@@ -11,47 +11,15 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from reconciler.protocol import ErrorCode, Reply
+from reconciler.protocol import ErrorCode
 from reconciler.providers.registry import open_provider
-from reconciler.transports import Transport
-from tests.providers.kit import OWNER, REPO, call, inventory, ok
-
-DAY = 86400
-
-
-class Site:
-    """A directory provider over ``<tmp>/fs`` with volume ``shared`` at ``/shared``."""
-
-    def __init__(self, tmp_path: Path, params: dict[str, Any] | None = None) -> None:
-        self.tmp = tmp_path
-        self.t: Transport = open_provider(
-            "shared-fs", {"kind": "directory", "params": params or {}}, tmp_path
-        )
-        self.root = tmp_path / "fs" / "shared"
-        self.ops = 0
-        self.put("volume/shared", spec={"path": "/shared", "mode": "0755", "retention": DAY})
-
-    def request(self, verb: str, **params: Any) -> Reply:
-        self.ops += 1
-        return call(self.t, verb, op_id=f"op{self.ops}", epoch=1, owner=OWNER, params=params)
-
-    def put(self, entry_id: str, verb: str = "create", **fields: Any) -> dict[str, Any]:
-        reply = self.request(verb, entry={"id": entry_id, **fields})
-        assert reply.ok, reply.to_json()
-        return dict(reply.result)
-
-    def refused(self, verb: str, code: ErrorCode, **params: Any) -> str:
-        reply = self.request(verb, **params)
-        assert not reply.ok and reply.error is not None, reply.to_json()
-        assert reply.error.code is code, reply.to_json()
-        return str(reply.error.message)
+from tests.providers.directory_site import DAY, Site
+from tests.providers.kit import REPO, call, inventory, ok
 
 
 @pytest.fixture
@@ -168,6 +136,11 @@ def test_an_unprivileged_provider_records_every_owner_it_cannot_apply() -> None:
         assert "the intended owner is recorded (owner_applied: false)" in warning, entry_id
     assert "may not give it to 'root'" in out["replies"]["volume/shared"]["result"]["warnings"][0]
     specs = {e["id"]: e["spec"] for e in out["inventory"]["result"]["entries"]}
+    # It may not look into zed-nouser/2, so it cannot know it is idle: it is kept.
+    cleanup = out["cleanup"]["result"]
+    assert [r["path"] for r in cleanup["removed"]] == ["zed-nouser/1"]
+    assert cleanup["skipped"] == [{"path": "zed-nouser/2", "reason": "kept: zed-nouser/2 "
+                                   "cannot be opened (Permission denied)"}]
     # What config asked for, so the next plan has nothing it could not fix anyway.
     assert specs == {
         "volume/shared": {"path": "/shared", "mode": "0751", "owner": "root", "group": "root",
@@ -245,38 +218,6 @@ def test_user_dir_with_data_is_deleted_only_with_destroy(site: Site) -> None:
     assert again["already_absent"] is True
 
 
-def age(path: Path, seconds: float) -> None:
-    then = time.time() - seconds
-    os.utime(path, (then, then), follow_symlinks=False)
-
-
-def test_cleanup_removes_old_job_dirs_and_never_follows_links(site: Site, outside: Path) -> None:
-    site.put("volume-dir/shared/carol")
-    user = site.root / "carol"
-    for job, days in (("100", 3), ("101", 0.1), ("102", 2)):
-        (user / job / "out").mkdir(parents=True)
-        (user / job / "out" / "log").write_text("x")
-        age(user / job, days * DAY)
-    (user / "103").symlink_to(outside)  # an old-looking link to a directory outside
-    age(user / "103", 10 * DAY)
-    (site.root / "mallory").symlink_to(outside)  # a linked user dir: its "jobs" are /etc
-    before = fingerprint(outside)
-    reply = site.request("update", action="cleanup",
-                         entry={"id": "volume/shared", "spec": {"retention": DAY}})
-    result = reply.result
-    assert result["removed"] == ["carol/100", "carol/102"] and result["removed_count"] == 2
-    assert sorted(p.name for p in user.iterdir()) == ["101", "103"]
-    assert fingerprint(outside) == before
-
-
-def test_cleanup_needs_a_retention(tmp_path: Path) -> None:
-    site = Site(tmp_path)
-    site.put("volume/scratch", spec={"path": "/scratch"})
-    message = site.refused("update", ErrorCode.FAILED_PRECONDITION, action="cleanup",
-                           entry={"id": "volume/scratch"})
-    assert "retention" in message
-
-
 def test_quota_ledger_backend(site: Site) -> None:
     site.put("quota/shared/project/climate", amount=10 << 30)
     entry = inventory(site.t)["quota/shared/project/climate"]
@@ -289,13 +230,14 @@ def test_quota_ledger_backend(site: Site) -> None:
 
 
 QUOTA_TOOL = """
-import json, sys
+import json, os, sys
 log, *args = sys.argv[1:]
 if args[1] == "broken":
     sys.stderr.write("setquota: quota not enabled on this filesystem\\n")
     sys.exit(1)
-with open(log, "a") as fh:
-    fh.write(json.dumps(args) + "\\n")
+path = args.pop()
+with open(log, "a") as fh:  # the directory {path} names
+    fh.write(json.dumps([*args, os.readlink(path)]) + "\\n")
 """
 
 
@@ -311,7 +253,7 @@ def test_quota_command_backend_runs_the_tool(tmp_path: Path) -> None:
     assert calls == [["user", "alice", "1025", root], ["user", "alice", "0", root]]
     message = site.refused("create", ErrorCode.FAILED_PRECONDITION,
                            entry={"id": "quota/shared/user/broken", "amount": 1})
-    assert "quota not enabled" in message
+    assert "quota not enabled" in message and f"on {root} " in message
     assert "quota/shared/user/broken" not in inventory(site.t)
 
 

@@ -75,17 +75,21 @@ def test_failing_providers_are_unknown_and_named(
     assert text.replace(str(tmp_path), "<tmp>") == snapshot
 
 
-def test_an_entry_reported_by_two_providers_is_a_problem(tmp_path: Path) -> None:
+def test_an_entry_reported_by_two_providers_is_trusted_from_neither(tmp_path: Path) -> None:
+    """Which provider holds it is what is in question: the first name no longer wins."""
     shared = tmp_path / "one-state.json"
     b = bindings(tmp_path, {
         "a": seeded_notes(tmp_path, "a", state=shared),
         "b": notes_binding(tmp_path, "b", state=shared),
     })
     result = gather_live(b, tmp_path, OWNER)
-    assert result.live.entries["note/a-1"].provider == "a"
+    assert "note/a-1" not in result.live.entries
+    assert result.live.unknown == {}  # both providers answered; only the entry is in doubt
+    why = result.live.unknown_entries["note/a-1"]
+    assert "'a' and 'b'" in why and "neither report is trusted" in why
     [problem] = result.problems
     assert problem.code == "XCE706" and problem.severity is Severity.ERROR
-    assert "'a' and 'b'" in problem.message
+    assert problem.subject == "note/a-1" and "'a' and 'b'" in problem.message
 
 
 def test_only_restricts_the_providers_asked(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 ``python unprivileged.py REPO WORKDIR`` imports everything first, then (when started as
 root) hands WORKDIR to ``nobody`` and drops to that user for good, creates a volume and
-two user directories through the protocol and prints the replies and the inventory as JSON.
+two user directories through the protocol, runs a clean-up over two job directories (one
+it may not read) and prints the replies and the inventory as JSON.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +39,22 @@ def main() -> None:
         reply = t.call(Request("create", op_id=f"op{i}", epoch=1, owner="site/test",
                                params={"entry": entry}))
         replies[entry["id"]] = reply.to_json()
+    make_jobs(workdir / "fs" / "shared" / "zed-nouser")
     inventory = t.call(Request("inventory")).to_json()
+    cleanup = t.call(Request("update", op_id="clean", epoch=1, owner="site/test", params={
+        "action": "cleanup", "entry": {"id": "volume/shared", "spec": {"retention": 0}}}))
     t.close()
-    json.dump({"uid": os.geteuid(), "replies": replies, "inventory": inventory}, sys.stdout)
+    json.dump({"uid": os.geteuid(), "replies": replies, "inventory": inventory,
+               "cleanup": cleanup.to_json()}, sys.stdout)
+
+
+def make_jobs(user_dir: Path) -> None:
+    """An expired job, and one its owner made unreadable (0000): this user cannot look in."""
+    for job in ("1", "2"):
+        (user_dir / job / "out").mkdir(parents=True)
+        (user_dir / job / "out" / "log").write_text("done\n")
+    (user_dir / "2").chmod(0)
+    time.sleep(0.05)  # the clean-up's retention 0 starts after the last change
 
 
 if __name__ == "__main__":

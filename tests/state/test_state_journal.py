@@ -46,11 +46,13 @@ def test_op_recorded_before_and_after_the_call(store: StateStore) -> None:
     running = store.journal_start("r1", op("alice"))
     assert (running.status, running.attempts, running.finished) == (OpStatus.RUNNING, 1, None)
     assert running.started is not None
-    done = store.journal_finish("op-alice", OpStatus.DONE, result={"entry": {"id": "x", "n": 1}})
+    done = store.journal_finish("r1", "op-alice", OpStatus.DONE,
+                                result={"entry": {"id": "x", "n": 1}})
     assert done.status is OpStatus.DONE
     assert done.result == {"entry": {"id": "x", "n": 1}}
     assert done.finished is not None and done.finished >= running.started
-    failed = store.journal_finish("op-bob", OpStatus.FAILED, error="UNAVAILABLE: proxy down")
+    failed = store.journal_finish("r1", "op-bob", OpStatus.FAILED,
+                                  error="UNAVAILABLE: proxy down")
     assert (failed.status, failed.error, failed.result) == (
         OpStatus.FAILED,
         "UNAVAILABLE: proxy down",
@@ -58,13 +60,13 @@ def test_op_recorded_before_and_after_the_call(store: StateStore) -> None:
     )
 
 
-def test_finish_needs_a_final_status_and_a_known_op(store: StateStore) -> None:
+def test_finish_needs_an_outcome_and_a_known_op(store: StateStore) -> None:
     store.start_run("r1", PLAN, "h")
     store.journal_start("r1", op("alice"))
-    with pytest.raises(ValueError, match="final status"):
-        store.journal_finish("op-alice", OpStatus.RUNNING)
+    with pytest.raises(ValueError, match="cannot record 'pending'"):
+        store.journal_finish("r1", "op-alice", OpStatus.PENDING)
     with pytest.raises(LookupError):
-        store.journal_finish("op-nobody", OpStatus.DONE)
+        store.journal_finish("r1", "op-nobody", OpStatus.DONE)
 
 
 def test_resume_skips_done_ops_and_retries_the_rest(store: StateStore) -> None:
@@ -72,9 +74,9 @@ def test_resume_skips_done_ops_and_retries_the_rest(store: StateStore) -> None:
     store.start_run("r1", PLAN, "h")
     store.journal_add("r1", ops)
     store.journal_start("r1", ops[0])
-    store.journal_finish("op-a", OpStatus.DONE)
+    store.journal_finish("r1", "op-a", OpStatus.DONE)
     store.journal_start("r1", ops[1])
-    store.journal_finish("op-b", OpStatus.FAILED, error="boom")
+    store.journal_finish("r1", "op-b", OpStatus.FAILED, error="boom")
     store.journal_start("r1", ops[2])  # the runner died during this call
     store.finish_run("r1", RunStatus.INTERRUPTED)
 
@@ -85,15 +87,18 @@ def test_resume_skips_done_ops_and_retries_the_rest(store: StateStore) -> None:
     store.journal_add("r2", ops)
     by_id = {e.op_id: e for e in store.journal(plan_digest=PLAN)}
     assert by_id["op-a"].run_id == "r1" and by_id["op-a"].status is OpStatus.DONE
-    assert {e.op_id for e in store.journal(run_id="r2")} == {"op-b", "op-c", "op-d"}
-    assert all(e.status is OpStatus.PENDING for e in store.journal(run_id="r2"))
+    assert {e.op_id: e.status for e in store.journal(run_id="r2")} == {
+        "op-b": OpStatus.PENDING,  # failed: its outcome is known, it is simply tried again
+        "op-c": OpStatus.RUNNING,  # in doubt: adopted by r2, still in doubt until answered
+        "op-d": OpStatus.PENDING,
+    }
 
     # a done op is never started again, even if asked
     again = store.journal_start("r2", ops[0])
     assert (again.status, again.attempts, again.run_id) == (OpStatus.DONE, 1, "r1")
     retry = store.journal_start("r2", ops[1])
     assert (retry.status, retry.attempts, retry.error) == (OpStatus.RUNNING, 2, None)
-    store.journal_finish("op-b", OpStatus.DONE)
+    store.journal_finish("r2", "op-b", OpStatus.DONE)
     assert store.done_op_ids(PLAN) == {"op-a", "op-b"}
 
 
@@ -104,10 +109,14 @@ def test_a_done_op_stays_done(target: Target) -> None:
         old_runner.journal_start("r1", op("alice"))  # r1's call is in flight; r1 stalls
         new_runner.start_run("r2", PLAN, "h2")
         new_runner.journal_start("r2", op("alice"))  # r2 took over and sends it again
-        done = new_runner.journal_finish("op-alice", OpStatus.DONE, result={"entry": {"n": 1}})
-        for late in (OpStatus.FAILED, OpStatus.SKIPPED, OpStatus.DONE):
-            kept = old_runner.journal_finish("op-alice", late, error="DEADLINE_EXCEEDED: late")
-            assert kept == done
+        done = new_runner.journal_finish("r2", "op-alice", OpStatus.DONE,
+                                         result={"entry": {"n": 1}})
+        for late in (OpStatus.FAILED, OpStatus.SKIPPED, OpStatus.DONE, OpStatus.RUNNING):
+            for run in ("r1", "r2"):
+                kept = old_runner.journal_finish(run, "op-alice", late,
+                                                 error="DEADLINE_EXCEEDED: late")
+                assert kept == done
+        assert not old_runner.journal_abandon("r2", "op-alice", "XCE834: no plan needs it")
     with target.open() as store:
         assert store.journal(plan_digest=PLAN) == [done]
         assert (done.run_id, done.attempts, done.error) == ("r2", 2, None)
@@ -120,7 +129,7 @@ def test_runs_and_ops_in_doubt_of_one_site(store: StateStore) -> None:
     store.start_run("apply/east@1", PLAN, "h")
     store.journal_start("apply/east@1", op("z"))  # its runner died during this call
     store.journal_start("apply/east@1", op("y"))
-    store.journal_finish("op-y", OpStatus.DONE)
+    store.journal_finish("apply/east@1", "op-y", OpStatus.DONE)
     for n in range(30):
         store.start_run(f"apply/west@{n}", OTHER_PLAN, "h")
     store.start_run("apply/e_st@1", OTHER_PLAN, "h")
@@ -152,7 +161,7 @@ def test_large_journal_is_recorded_in_bulk(store: StateStore) -> None:
     store.journal_add("r1", ops)
     for planned in ops[:3]:
         store.journal_start("r1", planned)
-        store.journal_finish(planned.op_id, OpStatus.DONE)
+        store.journal_finish("r1", planned.op_id, OpStatus.DONE)
     entries = store.journal(run_id="r1")
     assert len(entries) == 20_000
     assert store.done_op_ids(PLAN) == {"op-000000", "op-000001", "op-000002"}

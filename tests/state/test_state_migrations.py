@@ -16,7 +16,7 @@ from reconciler.state.migrations import VERSION_TABLE, latest_version, migration
 from tests.state.targets import Target
 
 FORK = multiprocessing.get_context("fork")
-LATEST = 3
+LATEST = 4
 
 
 def build_version_1(target: Target) -> None:
@@ -70,7 +70,7 @@ def test_new_store_gets_every_version_once(target: Target) -> None:
     with target.open() as store:  # reopening migrates nothing
         assert store.schema_version() == LATEST
     rows = target.raw("SELECT version FROM schema_version ORDER BY version")
-    assert [r[0] for r in rows] == [1, 2, 3]
+    assert [r[0] for r in rows] == list(range(1, LATEST + 1))
 
 
 def test_version_1_store_is_migrated_in_place(target: Target) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,11 +24,11 @@ from reconciler.state import (
     open_store,
     redact,
 )
-from reconciler.state.errors import bad_url
+from reconciler.state.errors import bad_url, epoch_moved
 from reconciler.state.holder import pid_in_this_scope, process_scope
 from reconciler.state.migrations import latest_version
 from reconciler.state.urls import PostgresTarget, SqliteTarget, parse_target
-from tests.state.targets import pg_base_url, with_options
+from tests.state.targets import pg_base_url
 
 SECRET = "s3cr3t-Pa55"
 
@@ -170,22 +169,6 @@ def test_server_refusing_the_user_is_one_clear_error() -> None:
     assert SECRET not in text
 
 
-@pytest.mark.postgres
-def test_connection_lost_mid_run_is_one_clear_error(pg_admin: psycopg.Connection[Any]) -> None:
-    name = f"xce-test-{secrets.token_hex(4)}"
-    url = with_options(pg_base_url(), application_name=name)
-    with open_store(url, Path("unused.db"), env={}) as store:
-        store.next_epoch("x")
-        pg_admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-            (name,),
-        )
-        with pytest.raises(StateError) as caught:
-            store.next_epoch("x")
-    assert caught.value.code == "XCE802"
-    assert caught.value.problems[0].subject == redact(url)
-
-
 def test_holder_names_the_ci_job() -> None:
     gitlab = current_holder({"CI_JOB_ID": "123", "GITHUB_RUN_ID": "9"})
     github = current_holder({"GITHUB_RUN_ID": "9"})
@@ -218,6 +201,8 @@ def test_messages_read_well(snapshot: SnapshotAssertion) -> None:
         LockHeld(lock, "postgresql://xce@db:5432/state", waited=30),
         LockLost("apply/hpc-east", "ci@runner-3:80/ffffff", lock, "/srv/xce/state.db"),
         LockLost("apply/hpc-east", "ci@runner-3:80/ffffff", None, "/srv/xce/state.db"),
+        LockLost("apply/hpc-east", lock.holder, lock, "postgresql://xce@db:5432/state"),
+        epoch_moved("postgresql://xce@db:5432/state", "apply/hpc-east", 7, 8),
         bad_url("mysql://xce@db/state", "unknown scheme 'mysql'"),
     ]
     assert "\n".join(render_text(e.problems) for e in errors) == snapshot

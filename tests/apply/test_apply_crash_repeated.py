@@ -1,0 +1,96 @@
+"""A saved-plan apply killed again and again, at random points, still finishes (issue 8 §2).
+
+The reproduction: killed once mid-run, then killed again early in the rerun, the apply was
+refused as stale for ever (``XCE822 host/… changed since the plan was made``): the rerun
+had reset the first kill's ops in doubt to ``pending``, so the run after it compared their
+entries with the plan and found them changed — by those very ops.
+
+Here a REAL ``xce-apply`` process is SIGKILLed several times in a row, each time once a
+random number of journal rows are done (often none: just after the rerun journaled its
+plan), on the example site (3,296 actions, built-in providers, whose calls die with the
+runner) and on a site whose exec provider runs on after the kill (its call completes
+while nobody listens). Then one more run must finish, ``xce-plan`` must show nothing to
+do, and the providers' op ledgers must hold each op of the plan exactly once.
+The seed is printed; ``XCE_CRASH_SEED=<seed>`` repeats a run's kill points.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import reconciler.cli.plan as plan_cli
+from reconciler.state import OpStatus, StateStore
+from tests.apply.conftest import Site
+from tests.apply.crashing import Crashing, example_site, exec_site, start_apply
+
+pytestmark = pytest.mark.slow
+
+KILLS = 4
+SEED = int(os.environ.get("XCE_CRASH_SEED") or random.randrange(1 << 32))
+
+
+def kill_at_random(rng: random.Random, store: StateStore, digest: str, argv: list[str],
+                   total: int, log: Path) -> bool:
+    """Start an apply and SIGKILL it once its run has begun and a random number more ops
+    are done (half the time few or none); False when it finished before that point."""
+    seen = {r.run_id for r in store.runs(limit=1000)}
+    before = len(store.done_op_ids(digest))
+    left = total - before
+    if not left:  # the last one was killed after its last op: only the end is left to do
+        return False
+    more = rng.randrange(min(left, 20)) if rng.random() < 0.5 else rng.randrange(left)
+    proc = start_apply(argv, log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        begun = any(r.run_id not in seen for r in store.runs(limit=3))
+        if begun and len(store.done_op_ids(digest)) >= before + more:
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()  # reaped: its pid is gone, as after a CI runner's kill
+            return True
+        if proc.poll() is not None:
+            proc.communicate()
+            assert proc.returncode == 0, f"seed {SEED}: {log.read_text()}"
+            return False
+        time.sleep(0.005)
+    proc.kill()
+    raise AssertionError(f"seed {SEED}: the apply never reached {before + more} done ops")
+
+
+@pytest.mark.parametrize("make", [example_site, exec_site], ids=["example", "exec"])
+def test_an_apply_killed_again_and_again_finishes_each_op_once(
+        site: Site, make: Callable[[Site], Crashing], capsys: pytest.CaptureFixture[str]) -> None:
+    print(f"XCE_CRASH_SEED={SEED}")
+    rng = random.Random(f"{SEED}/{make.__name__}/{site.target.backend}")
+    crashing = make(site)
+    digest, ops = crashing.ops()
+    log = site.root / "apply.log"
+    with site.store() as store:
+        for _ in range(KILLS):
+            if not kill_at_random(rng, store, digest, crashing.argv, len(ops), log):
+                break
+        killed_with = len(store.done_op_ids(digest))
+
+    last = start_apply(crashing.argv, log)
+    out, _ = last.communicate(timeout=120)
+    assert last.returncode == 0, f"seed {SEED}: {log.read_text()[-5000:]}"
+    report = json.loads(out)
+    assert report["result"] == "applied"
+    assert report["counts"]["already-done"] >= killed_with
+    assert report["counts"]["done"] + report["counts"]["already-done"] == len(ops)
+    with site.store() as store:
+        journal = store.journal(plan_digest=digest)
+        assert Counter(e.status for e in journal) == {OpStatus.DONE: len(ops)}, f"seed {SEED}"
+        assert store.in_doubt("apply/") == []
+    applied = crashing.ledger()
+    assert Counter(applied) == Counter(ops), f"seed {SEED}: each op applied exactly once"
+    capsys.readouterr()
+    assert plan_cli.main(crashing.plan_argv) == 0, f"seed {SEED}: " + capsys.readouterr().out
