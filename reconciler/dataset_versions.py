@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.problems import Problem, UserError, Where
 from compiler.supply_map import Entry, SupplyMap
 from compiler.units import format_size
-from reconciler.plan_model import Action, Plan
+from reconciler.plan.model import Action, Plan
 
 if TYPE_CHECKING:
     from compiler.model.document import SiteDocument

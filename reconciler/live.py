@@ -21,7 +21,7 @@ import orjson
 from compiler.names import MAX_NAME_BYTES, shown, too_long_reason
 from compiler.problems import Problem, Severity, UserError, Where
 from compiler.supply_map import SCHEMA_VERSION, Entry, SupplyMap, decode_map
-from reconciler.plan_render.common import TEXT_LIMIT, shorten
+from reconciler.plan.render.common import TEXT_LIMIT, shorten
 from reconciler.protocol import ErrorCode, ProviderError, Request
 from reconciler.providers.registry import open_provider
 

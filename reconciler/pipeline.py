@@ -18,7 +18,7 @@ from compiler.problems import Problem, Problems, Severity, UserError
 from compiler.supply_map import SupplyMap, decode_map
 from reconciler.dataset_versions import VersionSources, enforce_versions, explain_corrections
 from reconciler.live import LiveResult, gather_live, load_live_snapshot, trust_generations
-from reconciler.plan_model import Plan
+from reconciler.plan.model import Plan
 from reconciler.planner import make_plan
 from reconciler.state.store import StateStore
 

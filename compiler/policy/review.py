@@ -29,7 +29,7 @@ class Section(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class Delta:
     """One line of the review: ``what`` happened to ``items`` of a role, proxy, waiver or
     opcode (no items: the change is about the subject itself, e.g. a new role)."""
 
@@ -57,10 +57,10 @@ class Change:
 class Review:
     base: str
     head: str
-    changes: tuple[Change, ...]
+    changes: tuple[Delta, ...]
 
     @property
-    def escalations(self) -> list[Change]:
+    def escalations(self) -> list[Delta]:
         return [c for c in self.changes if c.escalation]
 
     @property
@@ -111,13 +111,13 @@ def diff(base: Mapping[str, Any], head: Mapping[str, Any], base_rev: str, head_r
     return Review(base_rev, head_rev, tuple(changes))
 
 
-def _catalog(old: _Catalog, new: _Catalog) -> Iterable[Change]:
+def _catalog(old: _Catalog, new: _Catalog) -> Iterable[Delta]:
     old_ids = {o["id"]: name for name, o in old.ops.items()}
     for name in sorted(old.ops.keys() | new.ops.keys()):
         a, b = old.ops.get(name), new.ops.get(name)
         if a is None and b is not None:
             was = old_ids.get(b["id"])
-            yield Change(
+            yield Delta(
                 Section.OPCODE,
                 name,
                 "added",
@@ -126,10 +126,10 @@ def _catalog(old: _Catalog, new: _Catalog) -> Iterable[Change]:
                 f"reuses id {b['id']} of removed opcode {was}" if was else None,
             )
         elif b is None and a is not None:
-            yield Change(Section.OPCODE, name, "removed", (), f"removed {old.facts(name)}")
+            yield Delta(Section.OPCODE, name, "removed", (), f"removed {old.facts(name)}")
         elif a is not None and b is not None:
             if a["id"] != b["id"]:
-                yield Change(
+                yield Delta(
                     Section.OPCODE,
                     name,
                     "renumbered",
@@ -139,7 +139,7 @@ def _catalog(old: _Catalog, new: _Catalog) -> Iterable[Change]:
                 )
             if a["risk"] != b["risk"]:
                 lowered = RISK_ORDER[b["risk"]] < RISK_ORDER[a["risk"]]
-                yield Change(
+                yield Delta(
                     Section.OPCODE,
                     name,
                     "risk",
@@ -148,7 +148,7 @@ def _catalog(old: _Catalog, new: _Catalog) -> Iterable[Change]:
                     "risk lowered: guardrails on it may no longer apply" if lowered else None,
                 )
             if a["category"] != b["category"]:
-                yield Change(
+                yield Delta(
                     Section.OPCODE,
                     name,
                     "category",
@@ -159,26 +159,26 @@ def _catalog(old: _Catalog, new: _Catalog) -> Iterable[Change]:
 
 def _roles(
     base: Mapping[str, Any], head: Mapping[str, Any], old: _Catalog, new: _Catalog
-) -> Iterable[Change]:
+) -> Iterable[Delta]:
     for role in sorted(base.keys() | head.keys()):
         a, b = base.get(role), head.get(role)
         if a is None:
-            yield Change(Section.ROLE, role, "added", (), "new role", "new role")
+            yield Delta(Section.ROLE, role, "added", (), "new role", "new role")
         elif b is None:
-            yield Change(Section.ROLE, role, "removed", (), "role removed")
+            yield Delta(Section.ROLE, role, "removed", (), "role removed")
         had = {o["name"] for o in a["opcodes"]} if a else set()
         has = {o["name"] for o in b["opcodes"]} if b else set()
         for op in sorted(has - had):
-            yield Change(Section.ROLE, role, "gained", (op,), new.label(op), new.escalating(op))
+            yield Delta(Section.ROLE, role, "gained", (op,), new.label(op), new.escalating(op))
         for op in sorted(had - has):
-            yield Change(Section.ROLE, role, "lost", (op,), old.label(op))
+            yield Delta(Section.ROLE, role, "lost", (op,), old.label(op))
         if a is None or b is None:
             continue
         was_denied, is_denied = set(a["denied"]), set(b["denied"])
         for op in sorted(o for o in was_denied - is_denied if new.in_use(o)):
-            yield Change(Section.ROLE, role, "deny-removed", (op,), new.label(op), "deny removed")
+            yield Delta(Section.ROLE, role, "deny-removed", (op,), new.label(op), "deny removed")
         for op in sorted((is_denied - was_denied) & old.ops.keys()):
-            yield Change(Section.ROLE, role, "deny-added", (op,), new.label(op))
+            yield Delta(Section.ROLE, role, "deny-added", (op,), new.label(op))
 
 
 def _proxy_grants(entry: Mapping[str, Any] | None) -> set[tuple[str, str]]:
@@ -199,20 +199,20 @@ def _grouped(pairs: Iterable[tuple[str, str]]) -> list[tuple[tuple[str, ...], li
     return sorted(groups.items())
 
 
-def _proxies(base: Mapping[str, Any], head: Mapping[str, Any], new: _Catalog) -> Iterable[Change]:
+def _proxies(base: Mapping[str, Any], head: Mapping[str, Any], new: _Catalog) -> Iterable[Delta]:
     for proxy in sorted(base.keys() | head.keys()):
         a, b = base.get(proxy), head.get(proxy)
         if a is None:
-            yield Change(Section.PROXY, proxy, "added", (), "new proxy instance")
+            yield Delta(Section.PROXY, proxy, "added", (), "new proxy instance")
         elif b is None:
-            yield Change(Section.PROXY, proxy, "removed", (), "proxy instance removed")
+            yield Delta(Section.PROXY, proxy, "removed", (), "proxy instance removed")
         had, has = _proxy_grants(a), _proxy_grants(b)
         for what, pairs in (("gained", has - had), ("lost", had - has)):
             for providers, ops in _grouped(pairs):
                 detail = ", ".join(ops) + (f" for {', '.join(providers)}" if providers else "")
                 risky = [op for op in ops if what == "gained" and new.escalating(op)]
                 escalation = f"gains {', '.join(map(new.label, risky))}" if risky else None
-                yield Change(Section.PROXY, proxy, what, tuple(ops), detail, escalation, providers)
+                yield Delta(Section.PROXY, proxy, what, tuple(ops), detail, escalation, providers)
 
 
 def _waiver_text(what: str, w: Mapping[str, Any]) -> str:
@@ -222,22 +222,22 @@ def _waiver_text(what: str, w: Mapping[str, Any]) -> str:
     )
 
 
-def _waivers(base: list[dict[str, Any]], head: list[dict[str, Any]]) -> Iterable[Change]:
+def _waivers(base: list[dict[str, Any]], head: list[dict[str, Any]]) -> Iterable[Delta]:
     old = {w["name"]: w for w in base}
     new = {w["name"]: w for w in head}
     for name in sorted(old.keys() | new.keys()):
         a, b = old.get(name), new.get(name)
         if a is None and b is not None:
-            yield Change(Section.WAIVER, name, "added", (), _waiver_text("added", b), "new waiver")
+            yield Delta(Section.WAIVER, name, "added", (), _waiver_text("added", b), "new waiver")
         elif b is None and a is not None:
-            yield Change(Section.WAIVER, name, "removed", (), _waiver_text("removed", a))
+            yield Delta(Section.WAIVER, name, "removed", (), _waiver_text("removed", a))
         elif a is not None and b is not None and a != b:
             widened = (
                 b["expires"] > a["expires"]
                 or not set(b["opcodes"]) <= set(a["opcodes"])
                 or (a["role"], a["guardrail"]) != (b["role"], b["guardrail"])
             )
-            yield Change(
+            yield Delta(
                 Section.WAIVER,
                 name,
                 "changed",

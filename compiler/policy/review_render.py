@@ -6,7 +6,7 @@ from itertools import groupby
 
 import orjson
 
-from compiler.policy.review import Change, Review
+from compiler.policy.review import Delta, Review
 from compiler.textstyle import Style
 
 SIGNS = {"gained": "+", "lost": "-", "deny-added": "~", "deny-removed": "!"}
@@ -26,7 +26,7 @@ def _headline(review: Review) -> str:
     return f"{n} change(s){tail}"
 
 
-def _groups(review: Review) -> list[tuple[tuple[str, str], list[Change]]]:
+def _groups(review: Review) -> list[tuple[tuple[str, str], list[Delta]]]:
     keyed = groupby(review.changes, key=lambda c: (c.section.value, c.subject))
     return [(k, list(v)) for k, v in keyed]
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from compiler.problems import Problem
 from reconciler.apply import codes
 from reconciler.apply.ops import planned_op, request_for
+from reconciler.apply.provider_pool import Transports
 from reconciler.apply.report import Outcome, Status
-from reconciler.apply.transports import Transports
-from reconciler.plan_model import Action
+from reconciler.plan.model import Action
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
 from reconciler.state import LockLost, OpStatus, StateError, StateStore
 from reconciler.transports import Transport

@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from compiler.problems import Problem, Severity
 from reconciler.apply import codes
-from reconciler.plan_model import DESTROY_VERBS, Action, Plan
+from reconciler.plan.model import DESTROY_VERBS, Action, Plan
 
 
 def gate(action: Action, *, allow_destroy: bool,

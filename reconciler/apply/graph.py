@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from compiler.problems import UserError
 from reconciler.apply import codes
-from reconciler.plan_model import Action
+from reconciler.plan.model import Action
 
 _REMAKE = "make the plan again with xce-plan; a plan file is never edited by hand"
 

@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from reconciler.apply import codes
-from reconciler.plan_model import Action
+from reconciler.plan.model import Action
 from reconciler.state import JournalEntry, RunStatus, StateStore
 
 RECENT_RUNS = 50  # runs of the site looked at for ones left running (only the last can be)

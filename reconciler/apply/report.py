@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from compiler.cli_runner import EXIT_ERROR, EXIT_OK, EXIT_STALE
 from compiler.problems import Problem
-from reconciler.plan_model import Action
+from reconciler.plan.model import Action
 
 
 class Status(StrEnum):

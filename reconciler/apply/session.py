@@ -26,12 +26,12 @@ from reconciler.apply.graph import Graph
 from reconciler.apply.locking import lock_name, take_lock
 from reconciler.apply.ops import op_id, plan_digest, planned_op
 from reconciler.apply.progress import Silent, Sink
+from reconciler.apply.provider_pool import Transports
 from reconciler.apply.recovery import Recovery, op_key, recover, run_prefix
 from reconciler.apply.report import ApplyReport, Outcome, Status
-from reconciler.apply.transports import Transports
 from reconciler.pipeline import Desired, gather, plan_for
-from reconciler.plan_model import Plan
-from reconciler.planfile import SavedPlan, stale_entries
+from reconciler.plan.file import SavedPlan, stale_entries
+from reconciler.plan.model import Plan
 from reconciler.planner.settings import read_settings
 from reconciler.state import Holder, LockLost, OpStatus, RunStatus, StateStore, current_holder
 from reconciler.state.heartbeat import Heartbeat

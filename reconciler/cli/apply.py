@@ -20,7 +20,7 @@ from reconciler.apply import FORMATS, ApplyOptions, FreshPlan, RetryPolicy, appl
 from reconciler.apply.codes import USAGE
 from reconciler.apply.progress import sink_for
 from reconciler.pipeline import STATE_FILE, default_workdir, load_desired
-from reconciler.planfile import SavedPlan, load_plan
+from reconciler.plan.file import SavedPlan, load_plan
 from reconciler.state import open_store
 
 PROG = "xce-apply"

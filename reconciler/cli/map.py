@@ -21,12 +21,12 @@ from compiler.cli_runner import EXIT_OK, UsageParser, run_cli
 from compiler.hostlist import HostlistError, expand
 from compiler.names import did_you_mean
 from compiler.problems import Problem, UserError
-from reconciler.controller_map.entries import HELD_KINDS
-from reconciler.controller_map.lifecycle import REPORTER_EVENTS, Event
-from reconciler.controller_map.reporter import EventRefused, Refusal, Report, record
-from reconciler.controller_map.store import MapStore, decode_docs
 from reconciler.protocol import ErrorCode, ProviderError
-from reconciler.providers.controller_map import map_path
+from reconciler.providers.controller_map.entries import HELD_KINDS
+from reconciler.providers.controller_map.lifecycle import REPORTER_EVENTS, Event
+from reconciler.providers.controller_map.provider import map_path
+from reconciler.providers.controller_map.reporter import EventRefused, Refusal, Report, record
+from reconciler.providers.controller_map.store import MapStore, decode_docs
 
 PROG = "xce-map"
 SHOWN = 20  # per-host lines printed before the rest is summed up

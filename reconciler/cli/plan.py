@@ -19,9 +19,9 @@ from compiler.problem_render import render_text as render_problems
 from compiler.problems import Problem, Severity
 from compiler.textstyle import Style
 from reconciler.pipeline import STATE_FILE, default_workdir, gather, load_desired, plan_for
-from reconciler.plan_model import Plan
-from reconciler.plan_render import FORMATS, plan_json, render_plan
-from reconciler.planfile import save_plan
+from reconciler.plan.file import save_plan
+from reconciler.plan.model import Plan
+from reconciler.plan.render import FORMATS, plan_json, render_plan
 from reconciler.state import ENV_URL, StateStore, open_store
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.supply_map import Entry
-from reconciler.plan_model import DESTROY_VERBS, NOTE_LISTS, Action, Change, Note
+from reconciler.plan.model import DESTROY_VERBS, NOTE_LISTS, Action, FieldChange, Note
 from reconciler.planner.kinds import DATA_KINDS, REMOVAL_VERBS
 from reconciler.planner.settings import PlanSettings
 
@@ -139,7 +139,7 @@ class Builder:
         *,
         before: Entry | None,
         after: Mapping[str, Any] | None,
-        changes: tuple[Change, ...] = (),
+        changes: tuple[FieldChange, ...] = (),
         unacted: str = "drift_reported",
         claim: bool = False,
         observed: tuple[str, ...] = (),

@@ -14,7 +14,7 @@ from typing import Any
 from deepdiff import DeepDiff
 
 from compiler.supply_map import Entry
-from reconciler.plan_model import Change
+from reconciler.plan.model import FieldChange
 
 _ABSENT = object()
 
@@ -72,7 +72,7 @@ def _field_path(path: list[Any]) -> list[str]:
     return parts
 
 
-def field_changes(desired: Entry, live: Entry, *, state: bool = True) -> tuple[Change, ...]:
+def field_changes(desired: Entry, live: Entry, *, state: bool = True) -> tuple[FieldChange, ...]:
     """The fields that differ, sorted by path; empty when the entries agree."""
     before, after = _views(desired, live, state)
     if not before and not after:
@@ -87,6 +87,6 @@ def field_changes(desired: Entry, live: Entry, *, state: bool = True) -> tuple[C
             if parts:
                 paths.setdefault(".".join(parts), parts)
     return tuple(
-        Change(path, _lookup(before, parts), _lookup(after, parts))
+        FieldChange(path, _lookup(before, parts), _lookup(after, parts))
         for path, parts in sorted(paths.items())
     )

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from compiler.supply_map import Entry
-from reconciler.plan_model import DESTROY_VERBS, Action
+from reconciler.plan.model import DESTROY_VERBS, Action
 from reconciler.planner.kinds import PHASE_CONSTRUCT, order_key, phase_of
 
 _LOCATION_PARENTS = {

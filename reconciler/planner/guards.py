@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from compiler.problems import Problem, Severity
-from reconciler.plan_model import Action
+from reconciler.plan.model import Action
 from reconciler.planner.kinds import REMOVAL_VERBS
 from reconciler.planner.settings import PlanSettings
 

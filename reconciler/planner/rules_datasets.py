@@ -4,7 +4,7 @@ while a copy is moving."""
 from __future__ import annotations
 
 from compiler.supply_map import Entry
-from reconciler.plan_model import Change
+from reconciler.plan.model import FieldChange
 from reconciler.planner.builder import Builder, with_state
 
 
@@ -36,7 +36,7 @@ def plan_copy(b: Builder, desired: Entry | None, live: Entry | None) -> None:
         why = "corrupt" if live.state == "corrupt" else "digest differs"
         b.act("stage", desired, f"re-stage: copy is {why}", before=live,
               after=with_state(desired, "staging"),
-              changes=(Change("state", live.state, "staging"),))
+              changes=(FieldChange("state", live.state, "staging"),))
     # Otherwise the copy is intact with the dataset's digest: it *is* the dataset. Its
     # amount is the bytes on disk (config declares the size charged to the cache) and
     # copies are immutable (the provider refuses updates), so nothing else is compared.

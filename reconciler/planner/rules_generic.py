@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compiler.supply_map import Entry
-from reconciler.plan_model import Change
+from reconciler.plan.model import FieldChange
 from reconciler.planner.builder import Builder
 from reconciler.planner.compare import field_changes
 from reconciler.planner.deps import parents
@@ -12,7 +12,7 @@ from reconciler.planner.deps import parents
 RUNNING = frozenset({"joining", "available", "draining"})
 
 
-def update_reason(entry: Entry, changes: tuple[Change, ...]) -> str:
+def update_reason(entry: Entry, changes: tuple[FieldChange, ...]) -> str:
     """Say what changes in words; for quotas whether the limit is raised or lowered."""
     parts: list[str] = []
     other: list[str] = []

@@ -7,7 +7,7 @@ so running jobs are never cut. An instance is released only after its host is dr
 from __future__ import annotations
 
 from compiler.supply_map import Entry
-from reconciler.plan_model import Change
+from reconciler.plan.model import FieldChange
 from reconciler.planner.builder import Builder, with_state
 from reconciler.planner.compare import field_changes
 from reconciler.planner.rules_generic import RUNNING, plan_update
@@ -120,7 +120,8 @@ def plan_host(b: Builder, desired: Entry | None, live: Entry | None) -> None:
     elif state == "lost":
         b.note("drift_reported", desired, "lost: in config but the controller lost contact")
     elif state == "released":
-        changes = (Change("state", state, "expected"), *field_changes(desired, live, state=False))
+        changes = (FieldChange("state", state, "expected"),
+                   *field_changes(desired, live, state=False))
         b.act("update", desired, "released although in config: expect it again", before=live,
               after=with_state(desired, "expected"), changes=changes)
     elif state in SATISFYING:

@@ -6,7 +6,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from compiler.problems import Problem, Severity
 from compiler.supply_map import Entry
-from reconciler.plan_model import Action, Note
+from reconciler.plan.model import Action, Note
 from reconciler.planner.settings import glob_matcher
 
 _MAGIC = frozenset("*?[")

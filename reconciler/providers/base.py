@@ -28,7 +28,7 @@ LIVE_SOURCE = "provisioner"
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class ChangeMade:
     """The outcome of one create/update/delete: the entry as it now is, plus details."""
 
     entry: Entry | None
@@ -81,13 +81,13 @@ class BuiltinProvider(ABC):
         """Everything this provider holds right now (owner tags are filled in by the base)."""
 
     @abstractmethod
-    def create(self, params: Mapping[str, Any]) -> Change: ...
+    def create(self, params: Mapping[str, Any]) -> ChangeMade: ...
 
     @abstractmethod
-    def update(self, params: Mapping[str, Any]) -> Change: ...
+    def update(self, params: Mapping[str, Any]) -> ChangeMade: ...
 
     @abstractmethod
-    def delete(self, params: Mapping[str, Any]) -> Change: ...
+    def delete(self, params: Mapping[str, Any]) -> ChangeMade: ...
 
     @abstractmethod
     def capacity(self, params: Mapping[str, Any]) -> dict[str, int]: ...
@@ -154,7 +154,7 @@ class BuiltinProvider(ABC):
             self.ledger.record(request.op_id, Reply.success(result).to_json(), fingerprint)
             return result
 
-    def _result(self, request: Request, change: Change) -> dict[str, Any]:
+    def _result(self, request: Request, change: ChangeMade) -> dict[str, Any]:
         entry = change.entry
         if request.verb == "delete":
             self.ledger.untag(request_id(request.params))

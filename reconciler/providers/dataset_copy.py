@@ -24,7 +24,7 @@ from typing import Any
 
 from compiler.supply_map import Entry
 from reconciler.protocol import ErrorCode, ProviderError
-from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, Change, resolve_under
+from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, ChangeMade, resolve_under
 from reconciler.providers.dataset_digest import (
     CHUNK,
     DatasetError,
@@ -259,7 +259,7 @@ class DatasetCopyProvider(BuiltinProvider):
         path = Path(value)
         return path if path.is_absolute() else self.source_base / path
 
-    def create(self, params: Mapping[str, Any]) -> Change:
+    def create(self, params: Mapping[str, Any]) -> ChangeMade:
         entry = request_entry(params)
         dataset = self._local(entry["id"])
         spec = entry.get("spec") or {}
@@ -275,13 +275,13 @@ class DatasetCopyProvider(BuiltinProvider):
             if lstat_at(cfd, dataset) is not None:
                 present = self._present(cfd, dataset, record, verify=False)
                 if present.state == "available" and expected in (None, present.spec["digest"]):
-                    return Change(present, {"staged": False})  # already there and intact
+                    return ChangeMade(present, {"staged": False})  # already there and intact
             with open_source(source) as src:
                 self._fits(source, *src)
                 form, digest, size = self._stage(cfd, dataset, source, src, expected)
         record = CopyRecord(dataset, form, digest, str(spec.get("source")))
         self.state.put_copy(record)
-        return Change(self.entry(dataset, "available", record, size), {"staged": True})
+        return ChangeMade(self.entry(dataset, "available", record, size), {"staged": True})
 
     def _fits(self, source: Path, sfd: int, st: os.stat_result) -> None:
         need = st.st_size
@@ -378,10 +378,10 @@ class DatasetCopyProvider(BuiltinProvider):
             if name.startswith(TRASH) or name.startswith(f"{STAGING}{dataset}-"):
                 self._discard(cfd, name)
 
-    def update(self, params: Mapping[str, Any]) -> Change:
+    def update(self, params: Mapping[str, Any]) -> ChangeMade:
         raise refused("dataset copies are immutable: evict this copy and stage a new version")
 
-    def delete(self, params: Mapping[str, Any]) -> Change:
+    def delete(self, params: Mapping[str, Any]) -> ChangeMade:
         eid = request_id(params)
         dataset = self._local(eid)
         with open_trusted_dir(self.cache_root, "cache_root") as cfd:
@@ -391,5 +391,5 @@ class DatasetCopyProvider(BuiltinProvider):
                 os.rename(dataset, trash, src_dir_fd=cfd, dst_dir_fd=cfd)
                 self._discard(cfd, trash)
         self.state.drop_copy(dataset)
-        return Change(None, {"deleted": eid, "already_absent": not present})
+        return ChangeMade(None, {"deleted": eid, "already_absent": not present})
 

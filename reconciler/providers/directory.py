@@ -21,7 +21,7 @@ from typing import Any
 
 from compiler.supply_map import Entry
 from reconciler.protocol import ErrorCode, ProviderError
-from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, Change, resolve_under
+from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, ChangeMade, resolve_under
 from reconciler.providers.directory_cleanup import Cleaner
 from reconciler.providers.directory_owners import Names, give, not_applied
 from reconciler.providers.directory_quota import quota_command
@@ -49,7 +49,7 @@ KINDS = {"volume": 1, "volume-dir": 2, "quota": 3}
 SCOPES = ("user", "project")
 OBSERVED_SPEC = frozenset({"path", "mode", "owner", "group", "retention"})  # from the tree
 
-Putter = Callable[[list[str], Mapping[str, Any], bool], Change]
+Putter = Callable[[list[str], Mapping[str, Any], bool], ChangeMade]
 
 
 def path_parts(path: object) -> list[str]:
@@ -219,17 +219,17 @@ class DirectoryProvider(BuiltinProvider):
 
     # --- changing -------------------------------------------------------------------------
 
-    def create(self, params: Mapping[str, Any]) -> Change:
+    def create(self, params: Mapping[str, Any]) -> ChangeMade:
         return self._put(params, must_exist=False)
 
-    def update(self, params: Mapping[str, Any]) -> Change:
+    def update(self, params: Mapping[str, Any]) -> ChangeMade:
         if params.get("action") == "cleanup":
             entry = request_entry(params)
             _, (name,) = id_parts(entry["id"], {"volume": 1})
             return self.cleanup(self.known_volume(name), entry.get("spec") or {})
         return self._put(params, must_exist=True)
 
-    def _put(self, params: Mapping[str, Any], must_exist: bool) -> Change:
+    def _put(self, params: Mapping[str, Any], must_exist: bool) -> ChangeMade:
         entry = request_entry(params)
         kind, parts = id_parts(entry["id"], KINDS)
         putters: dict[str, Putter] = {
@@ -237,7 +237,9 @@ class DirectoryProvider(BuiltinProvider):
         }
         return putters[kind](parts, entry, must_exist)
 
-    def put_volume(self, parts: list[str], entry: Mapping[str, Any], must_exist: bool) -> Change:
+    def put_volume(
+        self, parts: list[str], entry: Mapping[str, Any], must_exist: bool
+    ) -> ChangeMade:
         name = parts[0]
         spec = entry.get("spec") or {}
         known = self.volumes().get(name)
@@ -264,9 +266,9 @@ class DirectoryProvider(BuiltinProvider):
                                                    why)]
             self.state.put_volume(vol)
             self.state.set_pending_root(name, None if why is None else (owner, group))
-            return Change(self.volume_entry(vol, fd, Names()), details)
+            return ChangeMade(self.volume_entry(vol, fd, Names()), details)
 
-    def put_dir(self, parts: list[str], entry: Mapping[str, Any], must_exist: bool) -> Change:
+    def put_dir(self, parts: list[str], entry: Mapping[str, Any], must_exist: bool) -> ChangeMade:
         vname, user = parts
         vol = self.known_volume(vname)
         spec = entry.get("spec") or {}
@@ -288,11 +290,11 @@ class DirectoryProvider(BuiltinProvider):
                     details["warnings"] = [not_applied(shown, left_with, why)]
                 self.state.set_pending_owner(vname, user, None if why is None else owner)
                 pending = {} if why is None else {user: owner}
-                return Change(self.dir_entry(vol, user, os.fstat(fd), pending, names), details)
+                return ChangeMade(self.dir_entry(vol, user, os.fstat(fd), pending, names), details)
             finally:
                 os.close(fd)
 
-    def put_quota(self, parts: list[str], entry: Mapping[str, Any], must_exist: bool) -> Change:
+    def put_quota(self, parts: list[str], entry: Mapping[str, Any], must_exist: bool) -> ChangeMade:
         vname, scope, subject = parts
         if scope not in SCOPES:
             raise invalid(f"quota scope must be 'user' or 'project', got {scope!r}")
@@ -305,7 +307,7 @@ class DirectoryProvider(BuiltinProvider):
         self._run_quota(vol, scope, subject, limit)
         quota = Quota(vname, scope, subject, limit)
         self.state.put_quota(quota)
-        return Change(self.quota_entry(quota, vol))
+        return ChangeMade(self.quota_entry(quota, vol))
 
     def _run_quota(self, vol: Volume, scope: str, subject: str, limit: int) -> None:
         if self.quota_command is None:
@@ -316,7 +318,7 @@ class DirectoryProvider(BuiltinProvider):
                                    shown=str(self.base.joinpath(*path_parts(vol.path))),
                                    volume=vol.name)
 
-    def delete(self, params: Mapping[str, Any]) -> Change:
+    def delete(self, params: Mapping[str, Any]) -> ChangeMade:
         eid = request_id(params)
         kind, parts = id_parts(eid, KINDS)
         destroy = params.get("destroy") is True
@@ -334,7 +336,7 @@ class DirectoryProvider(BuiltinProvider):
         elif vol is not None:
             removed = self._remove(path_parts(vol.path), destroy)
             self.state.drop_volume(vol.name)
-        return Change(None, {"deleted": eid, "already_absent": not removed})
+        return ChangeMade(None, {"deleted": eid, "already_absent": not removed})
 
     def _remove(self, parts: list[str], destroy: bool) -> bool:
         """Remove ``<base>/<parts…>``: False when it (or its parent) is already gone."""
@@ -348,7 +350,7 @@ class DirectoryProvider(BuiltinProvider):
                     return False
                 raise
 
-    def cleanup(self, vol: Volume, spec: Mapping[str, Any]) -> Change:
+    def cleanup(self, vol: Volume, spec: Mapping[str, Any]) -> ChangeMade:
         """Remove ``<root>/<user>/<jobid>`` trees in which nothing changed within the
         retention (``directory_cleanup``); the reply says what went and why."""
         ttl = spec.get("retention", vol.retention)
@@ -358,4 +360,4 @@ class DirectoryProvider(BuiltinProvider):
         with self.existing_root(vol) as root_fd:
             cleaner.run(root_fd)
             entry = self.volume_entry(vol, root_fd, Names())
-        return Change(entry, cleaner.report())
+        return ChangeMade(entry, cleaner.report())

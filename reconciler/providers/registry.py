@@ -22,7 +22,7 @@ from reconciler.transports.base import DEFAULT_MAX_REPLY_BYTES, DEFAULT_TIMEOUT,
 BUILTINS = {
     "directory": ("reconciler.providers.directory", "DirectoryProvider"),
     "dataset-copy": ("reconciler.providers.dataset_copy", "DatasetCopyProvider"),
-    "controller-map": ("reconciler.providers.controller_map", "ControllerMapProvider"),
+    "controller-map": ("reconciler.providers.controller_map.provider", "ControllerMapProvider"),
 }
 EXTERNAL = ("exec", "jsonl")
 KINDS = (*BUILTINS, *EXTERNAL)

@@ -20,8 +20,8 @@ import pytest
 from compiler.supply_map import Entry, SupplyMap
 from reconciler.apply import ApplyOptions, ApplyReport, FreshPlan, RetryPolicy, apply
 from reconciler.pipeline import Desired, gather, load_desired, plan_for
-from reconciler.plan_model import Plan
-from reconciler.planfile import SavedPlan, save_plan
+from reconciler.plan.file import SavedPlan, save_plan
+from reconciler.plan.model import Plan
 from reconciler.state import StateStore
 from tests.state.conftest import pg_admin, pg_target, sqlite_target, target  # noqa: F401
 from tests.state.targets import Target

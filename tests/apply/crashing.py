@@ -19,7 +19,7 @@ from pathlib import Path
 
 import reconciler.cli.plan as plan_cli
 from reconciler.apply.ops import op_id, plan_digest
-from reconciler.planfile import load_plan
+from reconciler.plan.file import load_plan
 from tests.apply.conftest import Site, volume_site
 from tests.conftest import EXAMPLE_SITE
 

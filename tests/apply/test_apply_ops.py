@@ -7,8 +7,8 @@ from dataclasses import replace
 from compiler.supply_map import Entry
 from reconciler.apply import FreshPlan, Status
 from reconciler.apply.ops import op_id, plan_digest, request_for
-from reconciler.plan_model import Action
-from reconciler.planfile import load_plan
+from reconciler.plan.file import load_plan
+from reconciler.plan.model import Action
 from tests.apply.conftest import OWNER, Site, volume, volume_site
 
 

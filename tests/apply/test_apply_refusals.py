@@ -12,8 +12,8 @@ from compiler.problems import Problem, UserError
 from reconciler.apply import FreshPlan, Status
 from reconciler.cli import apply as apply_cli
 from reconciler.pipeline import gather
-from reconciler.plan_model import Plan
-from reconciler.planfile import fingerprint
+from reconciler.plan.file import fingerprint
+from reconciler.plan.model import Plan
 from tests.apply.conftest import Site, user_dir, volume, volume_site
 
 

@@ -12,7 +12,7 @@ from compiler.problems import Severity
 from compiler.textstyle import Style
 from reconciler.apply import ApplyReport, Outcome, Status, codes, render
 from reconciler.apply.progress import Bar, PlainLines, sink_for
-from reconciler.plan_model import Action
+from reconciler.plan.model import Action
 
 
 def _action(verb: str, entry: str, provider: str = "shared-fs") -> Action:

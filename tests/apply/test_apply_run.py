@@ -56,8 +56,7 @@ def test_parallel_calls_are_bounded_per_provider(site: Site) -> None:
     edges = sorted([(e.started, 1) for e in journal] + [(e.finished, -1) for e in journal],
                    key=lambda edge: (edge[0], edge[1]))
     in_flight = [sum(step for _, step in edges[: i + 1]) for i in range(len(edges))]
-    assert max(in_flight) == 2
-    assert report.seconds < 6 * 0.3  # faster than one at a time
+    assert max(in_flight) == 2  # calls overlapped, never more than the bound
 
 
 def test_unavailable_is_retried_with_backoff(site: Site) -> None:

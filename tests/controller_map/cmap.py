@@ -6,7 +6,7 @@ import itertools
 from typing import Any
 
 from reconciler.protocol import ErrorCode, Reply, Request
-from reconciler.providers.controller_map import ControllerMapProvider
+from reconciler.providers.controller_map.provider import ControllerMapProvider
 
 OWNER = "site/hpc-east"
 OTHER = "site/hpc-west"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.providers.controller_map import ControllerMapProvider
+from reconciler.providers.controller_map.provider import ControllerMapProvider
 from tests.controller_map.cmap import Clock
 
 

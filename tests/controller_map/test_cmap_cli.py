@@ -13,7 +13,7 @@ import pytest
 
 from compiler.supply_map import SupplyMap
 from reconciler.cli.map import main
-from reconciler.providers.controller_map import ControllerMapProvider
+from reconciler.providers.controller_map.provider import ControllerMapProvider
 from tests.controller_map.cmap import Clock, host, live, ok
 
 AT = "2027-01-15T09:30:00Z"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.controller_map.lifecycle import Event
-from reconciler.controller_map.reporter import record
-from reconciler.controller_map.store import MapStore
 from reconciler.protocol import ErrorCode, ProviderError
-from reconciler.providers.controller_map import ControllerMapProvider
+from reconciler.providers.controller_map.lifecycle import Event
+from reconciler.providers.controller_map.provider import ControllerMapProvider
+from reconciler.providers.controller_map.reporter import record
+from reconciler.providers.controller_map.store import MapStore
 from tests.controller_map.cmap import (
     OTHER,
     OWNER,

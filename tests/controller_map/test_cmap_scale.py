@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from compiler.supply_map import Entry
-from reconciler.controller_map.lifecycle import Event
-from reconciler.controller_map.reporter import record
-from reconciler.providers.controller_map import ControllerMapProvider
+from reconciler.providers.controller_map.lifecycle import Event
+from reconciler.providers.controller_map.provider import ControllerMapProvider
+from reconciler.providers.controller_map.reporter import record
 from tests.controller_map.cmap import OWNER, T0, counter, host, ok
 
 HOSTS = 100_000  # plus one counter each: 200,000 entries

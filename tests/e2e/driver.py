@@ -13,7 +13,7 @@ from typing import Any
 
 from compiler.supply_map import Entry
 from reconciler.pipeline import Desired, compile_desired, gather, plan_for
-from reconciler.plan_model import Action, Plan
+from reconciler.plan.model import Action, Plan
 from reconciler.protocol import Request
 from reconciler.providers.registry import open_provider
 from reconciler.transports import Transport

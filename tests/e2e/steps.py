@@ -18,7 +18,7 @@ import pytest
 
 from reconciler.cli import map as map_cli
 from reconciler.pipeline import compile_desired
-from reconciler.providers.controller_map import map_path
+from reconciler.providers.controller_map.provider import map_path
 from tests.e2e.driver import apply_plan, create_as
 from tests.e2e.workspace import Workspace, fill_tokens, planning
 

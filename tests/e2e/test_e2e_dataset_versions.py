@@ -66,7 +66,7 @@ class Site:
         raise AssertionError(text)
 
     def new_bytes(self, folder: str = "tiny@1") -> str:
-        """Change the dataset's source files; their new digest, from xce-digest as an admin
+        """FieldChange the dataset's source files; their new digest, from xce-digest as an admin
         gets it (staging then verifies the copy against it)."""
         source = self.dir / "sample-data" / folder
         with (source / "a.txt").open("a") as f:

@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 import pytest
 
-from reconciler.plan_model import NOTE_LISTS
-from reconciler.planfile import load_plan
+from reconciler.plan.file import load_plan
+from reconciler.plan.model import NOTE_LISTS
 from tests.e2e.scenario import build, load_scenario, scenario_names
 from tests.e2e.workspace import run_plan
 

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from compiler.supply_map import SupplyMap
-from reconciler.plan_model import Plan
+from reconciler.plan.model import Plan
 from reconciler.planner import make_plan
 
 SCENARIOS = Path(__file__).parent / "scenarios"

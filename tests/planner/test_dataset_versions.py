@@ -23,7 +23,7 @@ from reconciler.dataset_versions import (
     explain_corrections,
     size_text,
 )
-from reconciler.plan_model import Action, Plan
+from reconciler.plan.model import Action, Plan
 
 OWNER = "site/t"
 OLD = "sha256:" + "a" * 64

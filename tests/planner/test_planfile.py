@@ -11,7 +11,7 @@ import pytest
 from compiler.canonical import digest_of, dumps
 from compiler.problems import UserError
 from compiler.supply_map import Entry, SupplyMap
-from reconciler.planfile import (
+from reconciler.plan.file import (
     FORMAT_VERSION,
     fingerprint,
     load_plan,

@@ -12,7 +12,7 @@ from deepdiff import DeepDiff
 
 from compiler.problems import UserError
 from compiler.supply_map import Entry, SupplyMap
-from reconciler.planfile import plan_file_bytes
+from reconciler.plan.file import plan_file_bytes
 from reconciler.planner import compare, make_plan
 from reconciler.planner.compare import field_changes, same_fields
 from reconciler.planner.kinds import DEFAULT_MANAGEMENT

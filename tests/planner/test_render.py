@@ -11,8 +11,8 @@ from syrupy.assertion import SnapshotAssertion
 
 from compiler.problems import Problem
 from compiler.textstyle import Style
-from reconciler.plan_model import Action, Change, Plan, summarize
-from reconciler.plan_render import render_json, render_markdown, render_plan, render_text
+from reconciler.plan.model import Action, FieldChange, Plan, summarize
+from reconciler.plan.render import render_json, render_markdown, render_plan, render_text
 from tests.planner.scenario_io import plan_scenario
 
 SNAPSHOT_SCENARIOS = ("volumes_quotas", "hosts_removed", "guard_force")
@@ -75,8 +75,8 @@ def _secret_plan() -> Plan:
     action = Action(
         id="update:volume/v", action="update", entry="volume/v", kind="volume", provider="fs",
         reason="differs in spec.password", before=before, after=after,
-        changes=(Change("spec.password", "hunter2-literal", "new-literal"),
-                 Change("spec.auth", {"token": "tok-literal"}, {"token": "file:/run/tok"})),
+        changes=(FieldChange("spec.password", "hunter2-literal", "new-literal"),
+                 FieldChange("spec.auth", {"token": "tok-literal"}, {"token": "file:/run/tok"})),
     )
     return Plan(actions=(action,), summary=summarize([action], {}))
 
@@ -102,7 +102,7 @@ def _big_plan(n: int) -> Plan:
     actions = tuple(
         Action(id=f"update:counter/slots@host/cn{i:06d}", action="update",
                entry=f"counter/slots@host/cn{i:06d}", kind="counter", provider="controller-map",
-               reason="amount 64 → 128", changes=(Change("amount", 64, 128),))
+               reason="amount 64 → 128", changes=(FieldChange("amount", 64, 128),))
         for i in range(n)
     )
     return Plan(actions=actions, summary=summarize(actions, {}))
@@ -145,7 +145,7 @@ def test_markdown_caps_a_flood_of_guard_problems() -> None:
 
 
 def test_shorten_keeps_start_and_end_and_says_how_much_is_left_out() -> None:
-    from reconciler.plan_render.common import shorten
+    from reconciler.plan.render.common import shorten
 
     assert shorten("a" * 200) == "a" * 200
     cut = shorten("<" + "x" * 10_000 + ">")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.plan_model import NOTE_LISTS
+from reconciler.plan.model import NOTE_LISTS
 from tests.planner.scenario_io import plan_scenario, scenario_names
 
 

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from compiler.supply_map import Entry, SupplyMap
-from reconciler.plan_model import Plan
+from reconciler.plan.model import Plan
 from reconciler.planner import make_plan
 from reconciler.planner.builder import Builder
-from reconciler.planner.core import RULES
 from reconciler.planner.kinds import REMOVAL_VERBS
+from reconciler.planner.make import RULES
 
 OWNER = "site/t"
 NOW = 100_000.0

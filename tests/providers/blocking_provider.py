@@ -17,7 +17,7 @@ from typing import Any
 
 from compiler.supply_map import Entry
 from reconciler.protocol import Reply, Request
-from reconciler.providers.base import Change
+from reconciler.providers.base import ChangeMade
 from reconciler.providers.directory import DirectoryProvider
 from reconciler.providers.names import request_id
 
@@ -71,7 +71,7 @@ class HangingDirectory(DirectoryProvider):
         self._pass("inventory")
         return super().inventory(params)
 
-    def create(self, params: Mapping[str, Any]) -> Change:
+    def create(self, params: Mapping[str, Any]) -> ChangeMade:
         self._pass(request_id(params))
         return super().create(params)
 

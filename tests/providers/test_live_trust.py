@@ -25,7 +25,7 @@ from reconciler.live import (
     load_live_snapshot,
     trust_generations,
 )
-from reconciler.planfile import stale_entries
+from reconciler.plan.file import stale_entries
 from reconciler.planner import make_plan
 from reconciler.state import StateStore, open_store
 from tests.providers.kit import OWNER, notes_binding, ok

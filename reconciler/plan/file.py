@@ -23,7 +23,7 @@ from compiler.canonical import digest_of, dumps
 from compiler.gc_pause import gc_paused
 from compiler.problems import Problem, UserError
 from compiler.supply_map import Entry, SupplyMap
-from reconciler.plan_model import Plan
+from reconciler.plan.model import Plan
 
 FORMAT = "xce-plan"
 FORMAT_VERSION = 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.canonical import dumps
-from reconciler.plan_model import Plan
-from reconciler.plan_render.redact import redact, redact_path
+from reconciler.plan.model import Plan
+from reconciler.plan.render.redact import redact, redact_path
 
 
 def _action(doc: dict[str, Any]) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from collections.abc import Collection, Mapping, Sequence
 
 from compiler.problems import Problem
 from compiler.supply_map import SupplyMap
-from reconciler.plan_model import Action, Plan, summarize
-from reconciler.planfile import fingerprint
+from reconciler.plan.file import fingerprint
+from reconciler.plan.model import Action, Plan, summarize
 from reconciler.planner.builder import Builder, Rule
 from reconciler.planner.deps import link_and_order
 from reconciler.planner.guards import check_guards

@@ -19,7 +19,8 @@ from typing import Any
 
 from compiler.canonical import digest_of
 from compiler.supply_map import Entry
-from reconciler.controller_map.entries import (
+from reconciler.protocol import VERBS, ErrorCode, ProviderError, Reply, Request
+from reconciler.providers.controller_map.entries import (
     HELD_KINDS,
     changed_content,
     check_owner,
@@ -29,7 +30,7 @@ from reconciler.controller_map.entries import (
     parse_entry,
     with_state,
 )
-from reconciler.controller_map.lifecycle import (
+from reconciler.providers.controller_map.lifecycle import (
     PLAN_ACTIONS,
     RESTING,
     Event,
@@ -38,8 +39,7 @@ from reconciler.controller_map.lifecycle import (
     awaiting_admission,
     next_state,
 )
-from reconciler.controller_map.store import MapStore, Txn, decode_docs
-from reconciler.protocol import VERBS, ErrorCode, ProviderError, Reply, Request
+from reconciler.providers.controller_map.store import MapStore, Txn, decode_docs
 
 VERSION = "1.0"
 _MUTATING = frozenset({"create", "update", "delete"})

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from compiler.gc_pause import gc_paused
 from compiler.textstyle import Style
-from reconciler.plan_model import Plan
-from reconciler.plan_render.jsonfmt import plan_json, render_json
-from reconciler.plan_render.markdown import render_markdown
-from reconciler.plan_render.text import render_text
+from reconciler.plan.model import Plan
+from reconciler.plan.render.jsonfmt import plan_json, render_json
+from reconciler.plan.render.markdown import render_markdown
+from reconciler.plan.render.text import render_text
 
 FORMATS = ("text", "json", "markdown")
 

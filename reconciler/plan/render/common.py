@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 import orjson
 
-from reconciler.plan_model import ADD_VERBS, CHANGE_VERBS, Action, Note, Plan
-from reconciler.plan_render.redact import redact_path
+from reconciler.plan.model import ADD_VERBS, CHANGE_VERBS, Action, Note, Plan
+from reconciler.plan.render.redact import redact_path
 
 SYMBOL = {**dict.fromkeys(ADD_VERBS, "+"), **dict.fromkeys(CHANGE_VERBS, "~")}
 NOTE_TITLES = {

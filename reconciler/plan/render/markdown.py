@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from compiler.problem_render import render_markdown as render_problems
-from reconciler.plan_model import VERBS, Note, Plan
-from reconciler.plan_render.common import (
+from reconciler.plan.model import VERBS, Note, Plan
+from reconciler.plan.render.common import (
     NOTE_TITLES,
     TEXT_LIMIT,
     action_line,

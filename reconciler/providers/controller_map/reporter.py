@@ -11,15 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from compiler.supply_map import Entry
-from reconciler.controller_map.entries import with_state
-from reconciler.controller_map.lifecycle import (
+from reconciler.providers.controller_map.entries import with_state
+from reconciler.providers.controller_map.lifecycle import (
     Event,
     HostState,
     Refused,
     awaiting_admission,
     next_state,
 )
-from reconciler.controller_map.store import MapStore
+from reconciler.providers.controller_map.store import MapStore
 
 
 @dataclass(frozen=True, slots=True)

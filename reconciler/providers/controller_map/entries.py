@@ -11,8 +11,8 @@ from dataclasses import replace
 from typing import Any
 
 from compiler.supply_map import SOURCES, Entry
-from reconciler.controller_map.lifecycle import HostState
 from reconciler.protocol import ErrorCode, ProviderError
+from reconciler.providers.controller_map.lifecycle import HostState
 
 # Every kind whose provider is the controller map (docs/architecture.md). Volume quotas
 # belong to the volume's directory provider; only pool quotas live here.

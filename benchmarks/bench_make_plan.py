@@ -1,6 +1,6 @@
 """Micro benchmark of make_plan: ≥ 500,000 desired entries against a live map with 1 % drift.
 
-Run: ``.venv/bin/python benchmarks/plan_bench.py [--entries N] [--drift F]``.
+Run: ``.venv/bin/python benchmarks/bench_make_plan.py [--entries N] [--drift F]``.
 The planner alone, on maps built in memory, for quick turns on its rules; the figures of
 the real ``xce-plan`` (files, loading, rendering, memory) come from ``bench_plan.py``.
 Prints the time of make_plan, of its parts, and for comparison the time of a deepdiff of

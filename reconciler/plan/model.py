@@ -23,7 +23,7 @@ NOTE_LISTS = ("orphans", "co_managed", "unknown", "pending", "drift_reported")
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class FieldChange:
     """One field that differs: a dotted path (``attributes.features``) and both values."""
 
     path: str
@@ -34,7 +34,7 @@ class Change:
         return {"path": self.path, "before": self.before, "after": self.after}
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> Change:
+    def from_json(cls, doc: Mapping[str, Any]) -> FieldChange:
         return cls(str(doc["path"]), doc.get("before"), doc.get("after"))
 
 
@@ -52,7 +52,7 @@ class Action:
     depends_on: tuple[str, ...] = ()
     before: Mapping[str, Any] | None = None
     after: Mapping[str, Any] | None = None
-    changes: tuple[Change, ...] = ()
+    changes: tuple[FieldChange, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -82,7 +82,7 @@ class Action:
             depends_on=tuple(str(d) for d in doc.get("depends_on", ())),
             before=doc.get("before"),
             after=doc.get("after"),
-            changes=tuple(Change.from_json(c) for c in doc.get("changes", ())),
+            changes=tuple(FieldChange.from_json(c) for c in doc.get("changes", ())),
         )
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from compiler.problem_render import render_text as render_problems
 from compiler.textstyle import Style
-from reconciler.plan_model import Plan
-from reconciler.plan_render.common import (
+from reconciler.plan.model import Plan
+from reconciler.plan.render.common import (
     NOTE_TITLES,
     action_line,
     change_lines,

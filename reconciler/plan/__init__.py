@@ -1,0 +1,1 @@
+"""The plan: its data (model), its saved file (file) and its renderings (render)."""
