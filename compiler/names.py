@@ -45,8 +45,10 @@ def shown(name: str) -> str:
 
 
 def visible(text: str) -> str:
-    """``text`` with each character that does not print (control, format, surrogate) escaped,
-    for a key quoted in a message."""
+    """``text`` as a message quotes it: each character that does not print (control, format,
+    surrogate) escaped, and shortened when long."""
+    if len(text) > 60:
+        text = text[:40] + f"… ({len(text)} characters)"
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)

@@ -6,7 +6,7 @@ from compiler.checks.hosts import HostTable
 from compiler.checks.index import Index, Namespace
 from compiler.checks.providers import provider_uses
 from compiler.model.document import SiteDocument
-from compiler.names import did_you_mean
+from compiler.names import did_you_mean, visible
 from compiler.problems import Problems, Where
 
 LOCATION_KINDS = ("site", "group", "pool", "host")
@@ -15,8 +15,9 @@ LOCATION_KINDS = ("site", "group", "pool", "host")
 def _ref(ns: Namespace, name: str, where: Where, problems: Problems) -> bool:
     if name in ns:
         return True
-    hint = did_you_mean(name, ns.known()) or f"define {ns.what} '{name}' or fix the name"
-    problems.error("XCE301", f"unknown {ns.what} '{name}'", hint, where)
+    shown = visible(name)
+    hint = did_you_mean(name, ns.known()) or f"define {ns.what} '{shown}' or fix the name"
+    problems.error("XCE301", f"unknown {ns.what} '{shown}'", hint, where)
     return False
 
 
@@ -30,7 +31,7 @@ def check_location(
     if not sep or kind not in LOCATION_KINDS[1:] or not name:
         problems.error(
             "XCE304",
-            f"'{text}' is not a location",
+            f"'{visible(text)}' is not a location",
             "write site, group/<name>, pool/<name> or host/<name>",
             where,
         )
@@ -42,7 +43,7 @@ def check_location(
     if hosts.location_exists(name):
         return True
     hint = did_you_mean(name, hosts.group_of.keys()) or "hosts are defined by host_groups"
-    problems.error("XCE301", f"unknown host '{name}'", hint, where)
+    problems.error("XCE301", f"unknown host '{visible(name)}'", hint, where)
     return False
 
 
