@@ -1,4 +1,5 @@
-"""``xce-compile``: site-config folder → build/supply-map.json, bindings.json, manifest.json."""
+"""``xce-compile``: site-config folder → build/supply-map.json, bindings.json, allowlists.json
+(with a policies folder), manifest.json."""
 
 from __future__ import annotations
 
@@ -12,13 +13,11 @@ from compiler.cli_runner import EXIT_ERROR, EXIT_OK, UsageParser, run_cli
 from compiler.compile import Compiled, compile_site, located
 from compiler.gc_pause import gc_paused
 from compiler.output import write_outputs
-from compiler.problem_render import render
+from compiler.problem_render import FORMATS, render
 from compiler.problems import Problem, Problems, Severity, UserError
 from compiler.revision import Revision, site_revision
 from compiler.schema_export import site_file_schema
 from compiler.textstyle import Style
-
-FORMATS = ("text", "json", "github", "markdown")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -34,7 +33,7 @@ def parser() -> argparse.ArgumentParser:
         help="site-config folder (default: site-config)",
     )
     p.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: build)")
-    p.add_argument("--format", choices=FORMATS, default="text", help="how to print problems")
+    p.add_argument("--format", choices=FORMATS.names, default="text", help="how to print problems")
     p.add_argument(
         "--schema", action="store_true", help="print the JSON Schema of a site-config file and exit"
     )

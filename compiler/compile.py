@@ -1,4 +1,4 @@
-"""The compile stage: load → validate → check → emit, collecting every problem on the way."""
+"""The compile stage: load → validate → check → emit (→ policies), collecting every problem."""
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import orjson
 
+from compiler.formats import Formats
 from compiler.problems import Problem, Severity
 from compiler.textstyle import Style
 
@@ -112,15 +113,9 @@ def render_markdown(problems: Sequence[Problem]) -> str:
     return "\n".join(rows) + "\n"
 
 
-RENDERERS = {
-    "text": render_text,
-    "json": render_json,
-    "github": render_github,
-    "markdown": render_markdown,
-}
+FORMATS: Formats[Sequence[Problem]] = Formats(
+    "problem", render_text, json=render_json, github=render_github, markdown=render_markdown)
 
 
 def render(problems: Sequence[Problem], fmt: str, style: Style | None = None) -> str:
-    if fmt == "text":
-        return render_text(problems, style)
-    return RENDERERS[fmt](problems)
+    return FORMATS.render(problems, fmt, style)

@@ -2,19 +2,23 @@
 
 This is the contract between the compiler (desired map) and the reconciler (live map,
 plan). Entries are plain frozen data; maps are dicts keyed by id so every later stage
-works per entry and never needs to deep-diff whole maps.
+works per entry and never needs to deep-diff whole maps. ``read_map`` reads a map file,
+the compiled map and a live snapshot alike, each with its own problems (``MapReader``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
+from pathlib import Path
 from typing import Any
 
 import msgspec
+import orjson
 
 from compiler.canonical import digest_of, dumps
+from compiler.problems import Problem, UserError
 
 SCHEMA_VERSION = 1
 
@@ -207,3 +211,57 @@ def decode_map(data: bytes) -> DecodedMap | None:
     listed = wire.entries
     entries = dict(zip(map(attrgetter("id"), listed), listed, strict=True))
     return DecodedMap(SupplyMap._with_entries(header, entries), len(listed), header)
+
+
+@dataclass(frozen=True, slots=True)
+class MapReader:
+    """What one kind of map file calls each failure; ``read_map`` does the reading.
+
+    ``trusted`` says whether ``decode_map``'s fast result may stand as it is (else the
+    general path reads the file again and says what is wrong); ``problems`` checks the
+    JSON document on the general path; ``malformed`` names a document that ``problems``
+    let through but ``SupplyMap.from_json`` cannot read.
+    """
+
+    unreadable: Callable[[OSError], Problem]
+    not_json: Callable[[orjson.JSONDecodeError], Problem]
+    malformed: Callable[[Exception], Problem]
+    problems: Callable[[Any], list[Problem]] = lambda doc: []
+    trusted: Callable[[DecodedMap], bool] = lambda decoded: True
+
+
+def read_json(path: Path, reader: MapReader) -> Any:
+    """A JSON file written beside a map (bindings.json), with ``reader``'s problems."""
+    return _parse(_read(path, reader), reader)
+
+
+def _read(path: Path, reader: MapReader) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise UserError([reader.unreadable(err)]) from None
+
+
+def _parse(data: bytes, reader: MapReader) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        raise UserError([reader.not_json(err)]) from None
+
+
+def read_map(path: Path, reader: MapReader) -> DecodedMap:
+    """A map file: decoded straight into entries when it is well-typed (``decode_map``),
+    else parsed and checked; every failure raises UserError with ``reader``'s problem."""
+    data = _read(path, reader)
+    decoded = decode_map(data)
+    if decoded is not None and reader.trusted(decoded):
+        return decoded
+    doc = _parse(data, reader)
+    problems = reader.problems(doc)
+    if problems:
+        raise UserError(problems)
+    try:
+        supply = SupplyMap.from_json(doc)
+    except (KeyError, TypeError, AttributeError) as err:
+        raise UserError([reader.malformed(err)]) from None
+    return DecodedMap(supply, len(doc.get("entries", [])), doc)

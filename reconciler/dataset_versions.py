@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from compiler.problems import Problem, UserError, Where
 from compiler.supply_map import Entry, SupplyMap
 from compiler.units import format_size
-from reconciler.plan.model import Action, Plan
+from reconciler.plan.model import Action, Plan, Verb
 
 if TYPE_CHECKING:
     from compiler.model.document import SiteDocument
@@ -282,10 +282,10 @@ def enforce_versions(desired: SupplyMap, live: SupplyMap,
 
 
 def _explained(a: Action, corrections: Mapping[str, str]) -> Action:
-    if a.kind == "dataset" and a.action == "update":
+    if a.kind == "dataset" and a.verb is Verb.UPDATE:
         why = corrections.get(a.entry[len(_DATASET):])
         return a if why is None else replace(a, reason=f"corrected in place: {why}; {a.reason}")
-    if a.kind == "dataset-copy" and a.action == "stage" and a.before is not None:
+    if a.kind == "dataset-copy" and a.verb is Verb.STAGE and a.before is not None:
         ident = copy_ident(a.entry)
         why = corrections.get(ident)
         return a if why is None else replace(a, reason=f"{a.reason}; {ident} corrected: {why}")

@@ -16,14 +16,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from compiler.bindings import BindingError, Bindings
 from compiler.names import MAX_NAME_BYTES, shown, too_long_reason
-from compiler.problems import Problem, Severity, UserError, Where
-from compiler.supply_map import SCHEMA_VERSION, Entry, SupplyMap, decode_map
+from compiler.problems import Problem, Severity, Where
+from compiler.supply_map import SCHEMA_VERSION, DecodedMap, Entry, MapReader, SupplyMap, read_map
 from reconciler.plan.render.common import TEXT_LIMIT, shorten
 from reconciler.protocol import ErrorCode, ProviderError, Request
-from reconciler.providers.registry import open_provider
+from reconciler.providers.registry import open_bound
 
 if TYPE_CHECKING:
     from reconciler.state.store import StateStore
@@ -198,9 +197,9 @@ def _parse_inventory(provider: str, result: Mapping[str, Any]) -> _Report:
     return _Report(provider, list(parsed.values()), generation)
 
 
-def _ask(provider: str, binding: Any, workdir: Path, owner: str) -> _Report:
+def _ask(provider: str, bindings: Bindings, workdir: Path, owner: str) -> _Report:
     try:
-        transport = open_provider(provider, binding, workdir)
+        transport = open_bound(bindings, provider, workdir)
     except ProviderError as err:
         bad = err.code is ErrorCode.INVALID_ARGUMENT
         return _failed(provider, err, BAD_BINDING if bad else None)
@@ -244,21 +243,29 @@ def _merge(reports: Iterable[_Report]) -> _Merged:
 
 
 def gather_live(
-    bindings: Mapping[str, Any],
+    bindings: Bindings | Mapping[str, Any],
     workdir: Path,
     owner: str,
     max_workers: int = 8,
     only: Collection[str] | None = None,
 ) -> LiveResult:
-    """Ask every bound provider (``bindings`` is the bindings.json document) for its inventory.
-
-    ``only`` restricts the providers asked; the others are listed as unknown.
+    """Ask every bound provider for its inventory (``bindings`` may also be given as the
+    bindings.json document). ``only`` restricts the providers asked; the others are
+    listed as unknown.
     """
-    providers = bindings.get("providers") if isinstance(bindings, Mapping) else None
-    if not isinstance(providers, Mapping):
-        problem = Problem(BAD_BINDINGS, "bindings have no 'providers' object",
-                          "pass the bindings.json the compiler wrote", subject="bindings")
-        return LiveResult(SupplyMap(entries={}, owner=owner), (problem,))
+    if not isinstance(bindings, Bindings):
+        try:
+            bindings = Bindings.from_json(bindings)
+        except BindingError as err:
+            problem = Problem(BAD_BINDINGS, str(err), "pass the bindings.json the compiler wrote",
+                              subject="bindings")
+            return LiveResult(SupplyMap(entries={}, owner=owner), (problem,))
+    return _gathered(bindings, workdir, owner, max_workers, only)
+
+
+def _gathered(bindings: Bindings, workdir: Path, owner: str, max_workers: int,
+              only: Collection[str] | None) -> LiveResult:
+    providers = bindings.names
     problems: list[Problem] = [
         Problem(NOT_BOUND, f"provider '{name}' is not bound", "check the provider name",
                 subject=name)
@@ -269,7 +276,7 @@ def gather_live(
     reports: list[_Report] = []
     if asked:
         with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(asked)))) as pool:
-            reports = list(pool.map(lambda n: _ask(n, providers[n], workdir, owner), asked))
+            reports = list(pool.map(lambda n: _ask(n, bindings, workdir, owner), asked))
     for report in reports:
         if report.problem is not None:
             problems.append(report.problem)
@@ -434,43 +441,39 @@ def _surely_short(e: Entry) -> bool:
             and len(e.owner or "") <= n)
 
 
-def _fast_snapshot(raw: bytes, file: str) -> SupplyMap | None:
-    """A well-formed snapshot decoded straight into entries (``decode_map``: twice as fast,
-    a third of the memory), or None for the general path, which says what is wrong."""
-    decoded = decode_map(raw)
-    if decoded is None:
-        return None
+def _trusted(decoded: DecodedMap, file: str) -> bool:
+    """Whether a snapshot ``decode_map`` made is the map as it stands (twice as fast, a third
+    of the memory), or needs the general path, which says what is wrong."""
     entries = decoded.supply.entries
     header = decoded.header
-    if (decoded.listed != len(entries) or _schema_problem(header, file) is not None
-            or _field_problems(header, file) or not all(map(_plain_entry, entries.values()))):
-        return None
-    return decoded.supply
+    return not (decoded.listed != len(entries) or _schema_problem(header, file) is not None
+                or _field_problems(header, file)
+                or not all(map(_plain_entry, entries.values())))
+
+
+def _listed(problems: list[Problem], file: str) -> list[Problem]:
+    """At most MAX_SNAPSHOT_PROBLEMS of ``problems``, and how many more there are."""
+    listed = problems[:MAX_SNAPSHOT_PROBLEMS]
+    if len(problems) > len(listed):
+        listed.append(Problem(SNAPSHOT_SHAPE, f"… and {len(problems) - len(listed)} more problems",
+                              "", Where(file)))
+    return listed
+
+
+def _snapshot_reader(file: str) -> MapReader:
+    return MapReader(
+        unreadable=lambda err: Problem(
+            SNAPSHOT_UNREADABLE, f"cannot read live map: {err.strerror}",
+            "pass the path of a live map JSON file", Where(file)),
+        not_json=lambda err: Problem(SNAPSHOT_NOT_JSON, f"live map is not valid JSON: {err.msg}",
+                                     "", Where(file, line=err.lineno, column=err.colno)),
+        malformed=lambda err: Problem(SNAPSHOT_SHAPE, f"not a live map ({err})", "",
+                                      Where(file)),
+        problems=lambda doc: _listed(_snapshot_problems(doc, file), file),
+        trusted=lambda decoded: _trusted(decoded, file),
+    )
 
 
 def load_live_snapshot(path: Path) -> SupplyMap:
     """A live map saved to a file; any problem with it raises UserError naming the file."""
-    file = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise UserError([Problem(SNAPSHOT_UNREADABLE, f"cannot read live map: {err.strerror}",
-                                 "pass the path of a live map JSON file", Where(file))]) from None
-    fast = _fast_snapshot(raw, file)
-    if fast is not None:
-        return fast
-    try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError as err:
-        where = Where(file, line=err.lineno, column=err.colno)
-        raise UserError([Problem(SNAPSHOT_NOT_JSON, f"live map is not valid JSON: {err.msg}",
-                                 "", where)]) from None
-    problems = _snapshot_problems(doc, file)
-    if problems:
-        listed = problems[:MAX_SNAPSHOT_PROBLEMS]
-        if len(problems) > len(listed):
-            listed.append(Problem(SNAPSHOT_SHAPE,
-                                  f"… and {len(problems) - len(listed)} more problems", "",
-                                  Where(file)))
-        raise UserError(listed)
-    return SupplyMap.from_json(doc)
+    return read_map(path, _snapshot_reader(str(path))).supply

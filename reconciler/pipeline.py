@@ -1,21 +1,20 @@
 """The stages that xce-plan and xce-apply share: desired map, live map, plan.
 
-Each function takes plain data and returns plain data; the CLIs only parse arguments,
-call these, render and choose an exit code.
+Each function reads what its stage needs (the compiled files or the site folder, the
+providers or a live snapshot, the state store's generations) and returns plain data; the
+CLIs only parse arguments, call these, render and choose an exit code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import orjson
-
+from compiler.bindings import BindingError, Bindings
 from compiler.gc_pause import gc_paused
 from compiler.problems import Problem, Problems, Severity, UserError
-from compiler.supply_map import SupplyMap, decode_map
+from compiler.supply_map import MapReader, SupplyMap, read_json, read_map
 from reconciler.dataset_versions import VersionSources, enforce_versions, explain_corrections
 from reconciler.live import LiveResult, gather_live, load_live_snapshot, trust_generations
 from reconciler.plan.model import Plan
@@ -24,6 +23,9 @@ from reconciler.state.store import StateStore
 
 DEFAULT_WORKDIR = ".xce"
 STATE_FILE = "state.sqlite"  # the embedded state store, inside the workdir
+# the problem codes, named once as in reconciler/apply/codes.py
+NOT_COMPILED = "XCE780"  # a file xce-compile writes is unreadable or not its format
+NO_SITE = "XCE781"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +33,7 @@ class Desired:
     """The desired map with the bindings that say how to reach each provider."""
 
     supply: SupplyMap
-    bindings: Mapping[str, Any]
+    bindings: Bindings
     digest: str
     warnings: tuple[Problem, ...] = ()
     versions: VersionSources | None = None  # where datasets are written (not from a map file)
@@ -52,25 +54,26 @@ def default_workdir(site_dir: Path | None, desired_file: Path | None) -> Path:
     return Path(DEFAULT_WORKDIR)
 
 
-def _read_bytes(path: Path, what: str) -> bytes:
+def _compiled_reader(path: Path, what: str) -> MapReader:
+    """The problems of a file xce-compile writes (the map, its bindings): XCE780."""
+    def problem(message: str, hint: str = "compile it again with xce-compile") -> Problem:
+        return Problem(NOT_COMPILED, message, hint, subject=str(path))
+
+    return MapReader(
+        unreadable=lambda err: problem(f"cannot read the {what}: {err.strerror}",
+                                       "run xce-compile first, or pass the site folder"),
+        not_json=lambda err: problem(f"the {what} is not valid JSON: {err}"),
+        malformed=lambda err: problem(f"the {what} is not as xce-compile writes it ({err})",
+                                      "pass build/supply-map.json written by xce-compile"),
+    )
+
+
+def _read_bindings(path: Path, site: Path) -> Bindings:
+    reader = _compiled_reader(path, "bindings")
     try:
-        return path.read_bytes()
-    except OSError as err:
-        raise UserError([Problem("XCE780", f"cannot read the {what}: {err.strerror}",
-                                 "run xce-compile first, or pass the site folder",
-                                 subject=str(path))]) from err
-
-
-def _parse_json(data: bytes, path: Path, what: str) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as err:
-        raise UserError([Problem("XCE780", f"the {what} is not valid JSON: {err}",
-                                 "compile it again with xce-compile", subject=str(path))]) from err
-
-
-def _read_json(path: Path, what: str) -> Any:
-    return _parse_json(_read_bytes(path, what), path, what)
+        return Bindings.from_json(read_json(path, reader), site)
+    except BindingError as err:
+        raise UserError([reader.malformed(err)]) from err
 
 
 def load_compiled(desired_file: Path) -> Desired:
@@ -79,42 +82,12 @@ def load_compiled(desired_file: Path) -> Desired:
     The map's own ``digest`` is used as it is: recomputing it takes a second at 500,000
     entries. The cyclic GC is paused: it finds nothing among a million new objects.
     """
-    what = "compiled supply map"
-    data = _read_bytes(desired_file, what)
     with gc_paused():
-        decoded = decode_map(data)
-        if decoded is not None:
-            supply, doc = decoded.supply, decoded.header
-        else:
-            doc = _parse_json(data, desired_file, what)
-            try:
-                supply = SupplyMap.from_json(doc)
-            except (KeyError, TypeError, AttributeError) as err:
-                raise UserError([Problem("XCE780", f"not a compiled supply map ({err})",
-                                         "pass build/supply-map.json written by xce-compile",
-                                         subject=str(desired_file))]) from err
+        decoded = read_map(desired_file, _compiled_reader(desired_file, "compiled supply map"))
+    supply = decoded.supply
     # Without the site folder, site-relative inputs resolve against the current folder.
-    bindings = resolve_site_paths(_read_json(desired_file.parent / "bindings.json", "bindings"),
-                                  Path.cwd())
-    return Desired(supply, bindings, str(doc.get("digest") or supply.content_digest()))
-
-
-SITE_RELATIVE_PARAMS = {"dataset-copy": ("source_base",)}
-
-
-def resolve_site_paths(bindings: Mapping[str, Any], site_dir: Path) -> dict[str, Any]:
-    """Inputs that live with the site-config (dataset sources) are relative to the site
-    folder; state paths (cache roots, volume bases) stay relative to the workdir."""
-    providers = {}
-    for name, binding in bindings.get("providers", {}).items():
-        keys = SITE_RELATIVE_PARAMS.get(binding.get("kind"), ())
-        params = dict(binding.get("params") or {})
-        for key in keys:
-            value = params.get(key)
-            if isinstance(value, str) and value and not Path(value).is_absolute():
-                params[key] = str((site_dir / value).resolve())
-        providers[name] = {**binding, "params": params}
-    return {**bindings, "providers": providers}
+    bindings = _read_bindings(desired_file.parent / "bindings.json", Path.cwd())
+    return Desired(supply, bindings, str(decoded.header.get("digest") or supply.content_digest()))
 
 
 def compile_desired(site_dir: Path) -> Desired:
@@ -132,7 +105,7 @@ def compile_desired(site_dir: Path) -> Desired:
     s = compiled.supply_map
     supply = SupplyMap(entries=s.entries, site=s.site, owner=s.owner, revision=revision.commit,
                        dirty=revision.dirty, settings=s.settings)
-    bindings = resolve_site_paths(compiled.bindings, site_dir)
+    bindings = Bindings.from_json(compiled.bindings, site_dir)
     return Desired(supply, bindings, supply.content_digest(), tuple(shown),
                    VersionSources.of(compiled.document, files))
 
@@ -141,7 +114,7 @@ def load_desired(site_dir: Path | None, desired_file: Path | None) -> Desired:
     if desired_file is not None:
         return load_compiled(desired_file)
     if site_dir is None:
-        raise UserError([Problem("XCE781", "no site given",
+        raise UserError([Problem(NO_SITE, "no site given",
                                  "pass the site-config folder or --desired FILE")])
     return compile_desired(site_dir)
 

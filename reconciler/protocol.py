@@ -2,18 +2,17 @@
 
 The same JSON shapes travel in-process (built-in providers), over an ``exec`` call
 (one request on stdin, one reply on stdout) and over persistent JSON lines.
-Secrets travel only as references (``env:NAME`` or ``file:PATH``).
+Secrets travel only as references (``env:NAME`` or ``file:/path``, see ``compiler.secrets``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
-from urllib.parse import quote
 
-import orjson
+from compiler.secrets import SecretError, resolve
 
 VERBS = ("info", "probe", "inventory", "create", "update", "delete", "capacity")
 
@@ -131,54 +130,11 @@ class Reply:
         )
 
 
-REDACTED = "(sensitive)"
-MIN_SECRET_CHARS = 4  # a shorter value would blank out ordinary words of every message
-
-
-def secret_values(references: Iterable[str]) -> tuple[str, ...]:
-    """What to hide for these secret references: each value that resolves now, its lines
-    (text is redacted line by line) and its JSON- and URL-escaped forms, longest first."""
-    found: set[str] = set()
-    for ref in references:
-        try:
-            value = resolve_secret(ref)
-        except ProviderError:
-            continue  # nothing resolves, so nothing can be leaked
-        for form in (value, *value.splitlines()):
-            found.update((form, orjson.dumps(form).decode()[1:-1], quote(form, safe="")))
-    return tuple(sorted((v for v in found if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True))
-
-
-def redact(text: str, values: Iterable[str]) -> str:
-    """``text`` with every secret value (from ``secret_values``) replaced by ``(sensitive)``.
-
-    The one redaction of what providers write: error messages of every transport and the
-    stderr logs of external providers."""
-    for value in values:
-        text = text.replace(value, REDACTED)
-    return text
-
-
 def resolve_secret(reference: str) -> str:
-    """Read a secret by reference at call time; the value never enters a plan or log."""
-    kind, _, name = reference.partition(":")
-    if kind == "env":
-        import os
-
-        value = os.environ.get(name)
-        if value is None:
-            raise ProviderError(
-                ErrorCode.FAILED_PRECONDITION, f"secret reference env:{name} is not set"
-            )
-        return value
-    if kind == "file":
-        try:
-            with open(name, encoding="utf-8") as fh:
-                return fh.read().strip()
-        except OSError as err:
-            raise ProviderError(
-                ErrorCode.FAILED_PRECONDITION, f"secret reference file:{name}: {err.strerror}"
-            ) from err
-    raise ProviderError(
-        ErrorCode.INVALID_ARGUMENT, "secret must be a reference (env:NAME or file:PATH)"
-    )
+    """Read a secret by reference at call time (``compiler.secrets.resolve``), as a provider
+    error: FAILED_PRECONDITION when it cannot be read, INVALID_ARGUMENT for no reference."""
+    try:
+        return resolve(reference)
+    except SecretError as err:
+        code = ErrorCode.INVALID_ARGUMENT if err.not_a_reference else ErrorCode.FAILED_PRECONDITION
+        raise ProviderError(code, err.message) from None

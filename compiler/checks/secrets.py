@@ -1,4 +1,8 @@
-"""Secrets only by reference: a literal credential in site-config is an error (never echoed)."""
+"""Secrets only by reference: a literal credential in site-config is an error (never echoed).
+
+What counts as a secret key and as a reference is ``compiler.secrets``' rule, the same one
+every output redacts by.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +10,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler.model.document import SiteDocument
-from compiler.model.types import SECRET_KEY_RE, SECRET_REF_RE
 from compiler.problems import Problems, Where
-
-
-def _is_reference(value: Any) -> bool:
-    return isinstance(value, str) and SECRET_REF_RE.match(value) is not None
+from compiler.secrets import REFERENCE_FORMS, is_reference, is_secret_key
 
 
 def _walk_params(params: Any, where: Where, problems: Problems, secret_key: str = "") -> None:
     """Every literal under a secret-like key, in mappings and lists at any depth."""
     if isinstance(params, Mapping):
         for key, value in params.items():
-            named = str(key) if SECRET_KEY_RE.search(str(key)) else ""
+            named = str(key) if is_secret_key(str(key)) else secret_key
             _walk_params(value, where.child(str(key)), problems, named)
     elif isinstance(params, list):
         for i, value in enumerate(params):
@@ -27,12 +27,12 @@ def _walk_params(params: Any, where: Where, problems: Problems, secret_key: str 
         secret_key
         and isinstance(params, str | int | float)
         and not isinstance(params, bool)
-        and not _is_reference(params)
+        and not is_reference(params)
     ):
         problems.error(
             "XCE407",
             f"'{secret_key}' looks like a secret and has a literal value (not shown)",
-            "move the value to credentials as a reference: env:NAME or file:/path",
+            f"move the value to credentials as a reference: {REFERENCE_FORMS}",
             where,
         )
 
@@ -40,7 +40,7 @@ def _walk_params(params: Any, where: Where, problems: Problems, secret_key: str 
 def check_secrets(doc: SiteDocument, problems: Problems) -> None:
     for p in doc.providers:
         for key, ref in p.item.credentials.items():
-            if not _is_reference(ref):
+            if not is_reference(ref):
                 problems.error(
                     "XCE407",
                     f"credential '{key}' of provider '{p.item.name}' is not a reference "

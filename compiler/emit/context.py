@@ -1,4 +1,5 @@
-"""What every emitter needs: the owner tag and the controller-map provider's name."""
+"""What every emitter needs: the owner tag, the controller-map provider's name and the
+list of entries they all append to, in emit order."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from compiler.checks.hosts import HostTable
 from compiler.emit.context import EmitContext
@@ -11,6 +12,67 @@ from compiler.model.document import SiteDocument
 from compiler.model.hosts import HostGroup, HostOverride
 from compiler.model.site import Site
 from compiler.supply_map import Entry
+
+Attributes = dict[str, object]
+
+
+def emit_hosts(
+    doc: SiteDocument, site: Site, table: HostTable, mounts: dict[str, list[str]], ctx: EmitContext
+) -> None:
+    """Every host group that has members, each followed by its hosts' entries."""
+    for loc in doc.host_groups:
+        group = loc.item
+        hosts = table.members.get(group.name)
+        if hosts is not None:
+            _emit_group(group, hosts, site, table, mounts.get(group.name, []), ctx)
+
+
+def _emit_group(
+    g: HostGroup,
+    hosts: list[str],
+    site: Site,
+    table: HostTable,
+    group_mounts: list[str],
+    ctx: EmitContext,
+) -> None:
+    """The group's entry, then the hosts it wants (all, or a provisioned group's first n)."""
+    defaults = site.defaults.host
+    features = sorted(set(defaults.features) | set(g.features))
+    group_attrs: Attributes = {"hosts": compress(hosts) if hosts else "", "features": features}
+    if group_mounts:
+        group_attrs["mounts"] = group_mounts
+    wanted, source, spec, provisioning = _provisioning(g, hosts, site.join_deadline)
+    group_attrs.update(provisioning)
+    ctx.controlled(f"host-group/{g.name}", "host-group", attributes=group_attrs)
+    base = _base_attributes(g, features, group_mounts)
+    counters = {**defaults.counters, **g.counters}
+    _emit_members(g, wanted, source, spec, base, counters, _host_overrides(g, table), ctx)
+
+
+def _provisioning(
+    g: HostGroup, hosts: list[str], join_deadline: int
+) -> tuple[list[str], str, Attributes, Attributes]:
+    """The hosts wanted, their source, their spec and the group's provisioning attributes."""
+    prov = g.provisioned
+    if prov is None:
+        return hosts, "config", {"join_deadline": join_deadline}, {}
+    n = prov.count if prov.count is not None else (prov.min or 0)
+    deadline = prov.join_deadline if prov.join_deadline is not None else join_deadline
+    spec: Attributes = {"join_deadline": deadline, "template": prov.template}
+    max_hosts = prov.max if prov.max is not None else len(hosts)
+    return hosts[:n], "provisioned", spec, {"provider": prov.provider, "max_hosts": max_hosts}
+
+
+def _base_attributes(g: HostGroup, features: list[str], group_mounts: list[str]) -> Attributes:
+    """The attributes every host of the group shares, shared by reference until overridden."""
+    attrs: Attributes = {"group": g.name, "features": features}
+    if g.rack:
+        attrs["rack"] = g.rack
+    if g.switch:
+        attrs["switch"] = g.switch
+    if group_mounts:
+        attrs["mounts"] = group_mounts
+    return attrs
 
 
 def _host_overrides(group: HostGroup, table: HostTable) -> dict[str, list[HostOverride]]:
@@ -23,103 +85,46 @@ def _host_overrides(group: HostGroup, table: HostTable) -> dict[str, list[HostOv
     return per_host
 
 
-def emit_hosts(
-    doc: SiteDocument, site: Site, table: HostTable, mounts: dict[str, list[str]], ctx: EmitContext
+def _overridden(
+    attrs: Attributes, counters: dict[str, int], overrides: Sequence[HostOverride]
+) -> tuple[Attributes, dict[str, int]]:
+    """One host's attributes and counters once its overrides apply (copies, never in place)."""
+    for ov in overrides:
+        attrs = dict(attrs)
+        if ov.features is not None:
+            attrs["features"] = sorted(set(ov.features))
+        if ov.rack is not None:
+            attrs["rack"] = ov.rack
+        if ov.switch is not None:
+            attrs["switch"] = ov.switch
+        counters = {**counters, **ov.counters}
+    return attrs, counters
+
+
+def _emit_members(
+    g: HostGroup,
+    wanted: list[str],
+    source: str,
+    spec: Attributes,
+    base: Attributes,
+    counters: dict[str, int],
+    overrides: dict[str, list[HostOverride]],
+    ctx: EmitContext,
 ) -> None:
-    defaults = site.defaults.host
-    add, controller, owner = ctx.entries.append, ctx.controller, ctx.owner
-    for loc in doc.host_groups:
-        g = loc.item
-        hosts = table.members.get(g.name)
-        if hosts is None:
-            continue
-        group_mounts = mounts.get(g.name, [])
-        counters = {**defaults.counters, **g.counters}
-        features = sorted(set(defaults.features) | set(g.features))
-        base_attrs: dict[str, object] = {"group": g.name, "features": features}
-        if g.rack:
-            base_attrs["rack"] = g.rack
-        if g.switch:
-            base_attrs["switch"] = g.switch
-        if group_mounts:
-            base_attrs["mounts"] = group_mounts
-        group_attrs: dict[str, object] = {
-            "hosts": compress(hosts) if hosts else "",
-            "features": features,
-        }
-        if group_mounts:
-            group_attrs["mounts"] = group_mounts
-        prov = g.provisioned
-        wanted = hosts
-        source = "config"
-        spec: dict[str, object] = {"join_deadline": site.join_deadline}
+    """Each host, its instance if provisioned, and its counters: the bulk of a big site,
+    so entries are built positionally with a bound ``append``."""
+    add, controller, owner, prov = ctx.entries.append, ctx.controller, ctx.owner, g.provisioned
+    for h in wanted:
+        ovs = overrides.get(h)
+        attrs, host_counters = _overridden(base, counters, ovs) if ovs else (base, counters)
+        location = f"host/{h}"
+        add(Entry(location, "host", "available", source, controller, None, None, attrs, spec,
+                  owner))
         if prov is not None:
-            n = prov.count if prov.count is not None else (prov.min or 0)
-            wanted = hosts[:n]
-            source = "provisioned"
-            deadline = prov.join_deadline if prov.join_deadline is not None else site.join_deadline
-            spec = {"join_deadline": deadline, "template": prov.template}
-            group_attrs["provider"] = prov.provider
-            group_attrs["max_hosts"] = prov.max if prov.max is not None else len(hosts)
-        ctx.controlled(f"host-group/{g.name}", "host-group", attributes=group_attrs)
-        overrides = _host_overrides(g, table)
-        for h in wanted:
-            attrs, host_counters = base_attrs, counters
-            for ov in overrides.get(h, ()):
-                attrs = dict(attrs)
-                if ov.features is not None:
-                    attrs["features"] = sorted(set(ov.features))
-                if ov.rack is not None:
-                    attrs["rack"] = ov.rack
-                if ov.switch is not None:
-                    attrs["switch"] = ov.switch
-                host_counters = {**host_counters, **ov.counters}
-            add(
-                Entry(
-                    f"host/{h}",
-                    "host",
-                    "available",
-                    source,
-                    controller,
-                    None,
-                    None,
-                    attrs,
-                    spec,
-                    owner,
-                )
-            )
-            if prov is not None:
-                add(
-                    Entry(
-                        f"instance/{h}",
-                        "instance",
-                        "available",
-                        "provisioned",
-                        prov.provider,
-                        None,
-                        None,
-                        {"group": g.name},
-                        {
-                            "template": prov.template,
-                            "group": g.name,
-                            "join_deadline": spec["join_deadline"],
-                        },
-                        owner,
-                    )
-                )
-            location = f"host/{h}"
-            for name, amount in host_counters.items():  # the bulk of a big site: kept lean
-                add(
-                    Entry(
-                        f"counter/{name}@{location}",
-                        "counter",
-                        "available",
-                        "config",
-                        controller,
-                        location,
-                        amount,
-                        {},
-                        {},
-                        owner,
-                    )
-                )
+            instance_spec = {"template": prov.template, "group": g.name,
+                             "join_deadline": spec["join_deadline"]}
+            add(Entry(f"instance/{h}", "instance", "available", "provisioned", prov.provider,
+                      None, None, {"group": g.name}, instance_spec, owner))
+        for name, amount in host_counters.items():
+            add(Entry(f"counter/{name}@{location}", "counter", "available", "config",
+                      controller, location, amount, {}, {}, owner))

@@ -6,6 +6,7 @@ from collections import defaultdict
 
 from compiler.emit.context import EmitContext
 from compiler.model.document import SiteDocument
+from compiler.model.volumes import Volume
 from compiler.supply_map import Entry
 
 
@@ -19,8 +20,19 @@ def mounts_by_group(doc: SiteDocument) -> dict[str, list[str]]:
 
 
 def emit_volumes(doc: SiteDocument, ctx: EmitContext) -> None:
+    """Every quota, then each volume with a directory for each of its users."""
     volumes = {v.item.name: v.item for v in doc.volumes}
-    users: dict[str, set[str]] = {name: set(v.users) for name, v in volumes.items()}
+    quota_users = _emit_quotas(doc, volumes, ctx)
+    for name, v in volumes.items():
+        _emit_volume(v, sorted(set(v.users) | quota_users[name]), ctx)
+
+
+def _emit_quotas(
+    doc: SiteDocument, volumes: dict[str, Volume], ctx: EmitContext
+) -> dict[str, set[str]]:
+    """Each grant's quota entry (a volume's at its provider, a pool's at the controller
+    map); returns the users given a quota on each volume, who get a directory there."""
+    users: dict[str, set[str]] = {name: set() for name in volumes}
     quotas = ((*q.item.target, g) for q in doc.quotas for g in q.item.grants())
     for kind, target, (scope, subject, limit, _) in quotas:
         if kind == "volume" and target in volumes:
@@ -48,45 +60,40 @@ def emit_volumes(doc: SiteDocument, ctx: EmitContext) -> None:
                 location=f"pool/{target}",
                 spec={"scope": scope, "subject": subject},
             )
-    for name, v in volumes.items():
-        spec: dict[str, object] = {
-            "path": v.path,
-            "access_mode": v.access_mode,
-            "mode": v.root.mode,
-            "owner": v.root.owner,
-            "group": v.root.group,
-        }
-        if v.retention is not None:
-            spec["retention"] = v.retention
-        attrs: dict[str, object] = {"mounted_by": sorted(v.mounted_by)}
-        used_by = v.used_by.model_dump(exclude_defaults=True)
-        if used_by:
-            attrs["used_by"] = {k: sorted(x) for k, x in used_by.items()}
+    return users
+
+
+def _emit_volume(v: Volume, users: list[str], ctx: EmitContext) -> None:
+    """The volume's entry and one directory entry per user, in name order."""
+    spec: dict[str, object] = {
+        "path": v.path,
+        "access_mode": v.access_mode,
+        "mode": v.root.mode,
+        "owner": v.root.owner,
+        "group": v.root.group,
+    }
+    if v.retention is not None:
+        spec["retention"] = v.retention
+    attrs: dict[str, object] = {"mounted_by": sorted(v.mounted_by)}
+    used_by = v.used_by.model_dump(exclude_defaults=True)
+    if used_by:
+        attrs["used_by"] = {k: sorted(x) for k, x in used_by.items()}
+    location = f"volume/{v.name}"
+    ctx.add(
+        Entry(location, "volume", "available", "config", v.provider, None, v.capacity, attrs,
+              spec, ctx.owner)
+    )
+    for user in users:
         ctx.add(
             Entry(
-                f"volume/{name}",
-                "volume",
+                f"volume-dir/{v.name}/{user}",
+                "volume-dir",
                 "available",
                 "config",
                 v.provider,
+                location,
                 None,
-                v.capacity,
-                attrs,
-                spec,
-                ctx.owner,
+                spec={"path": f"{v.path}/{user}", "mode": v.user_dirs.mode, "owner": user},
+                owner=ctx.owner,
             )
         )
-        for user in sorted(users[name]):
-            ctx.add(
-                Entry(
-                    f"volume-dir/{name}/{user}",
-                    "volume-dir",
-                    "available",
-                    "config",
-                    v.provider,
-                    f"volume/{name}",
-                    None,
-                    spec={"path": f"{v.path}/{user}", "mode": v.user_dirs.mode, "owner": user},
-                    owner=ctx.owner,
-                )
-            )

@@ -9,9 +9,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from compiler.model.types import SECRET_KEY_RE
 from compiler.names import did_you_mean, visible
 from compiler.problems import Problem, Where
+from compiler.secrets import is_secret_key
 
 _TYPE_NAMES = {
     "int": "a whole number",
@@ -40,9 +40,6 @@ _OWN_MESSAGE = {
     "dataset_id": ("XCE406", "rename it without '@'"),
     "json_number": ("XCE106", "write a finite number, or quote it to pass it as text"),
 }
-
-# Fields whose values are secrets: a type error there names the type, never the value.
-SECRET_FIELDS = frozenset({"credentials"})
 
 
 def _short(value: Any) -> str:
@@ -102,7 +99,8 @@ def translate(err: ErrorDetails, model: type[BaseModel], where: Where) -> Proble
     msg = err["msg"]
     value = err.get("input")
     at = Where(where.file, where.ypath + loc, key=on_key)
-    secret = SECRET_FIELDS & set(loc) or any(SECRET_KEY_RE.search(str(p)) for p in loc)
+    # Under a secret key (``credentials`` is one), a type error names the type, never the value.
+    secret = any(is_secret_key(str(p)) for p in loc)
     shown = "a value (not shown)" if secret else _short(value)
     if etype == "extra_forbidden":
         name = str(loc[-1]) if loc else "?"

@@ -18,14 +18,10 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from compiler.names import invisible_reason, path_unsafe_reason, shown, too_long_reason
+from compiler.secrets import REFERENCE_FORMS, REFERENCE_PATTERN, is_secret_key
 from compiler.units import MAX_AMOUNT, UnitError, parse_duration, parse_size
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-SECRET_REF_RE = re.compile(r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:/\S+)$")
-# A key whose value is a secret: a literal there is refused, and never shown in a message.
-SECRET_KEY_RE = re.compile(
-    r"(pass(word|wd)?|secret|token|api[_-]?key|private[_-]?key|credential|auth)", re.I
-)
 
 
 class Strict(BaseModel):
@@ -154,7 +150,7 @@ def _json_numbers(data: dict[str, Any]) -> dict[str, Any]:
         elif isinstance(node, float) and not math.isfinite(node):
             raise PydanticCustomError("json_number", f"{path} is {node}, which JSON cannot hold")
         elif isinstance(node, int) and not isinstance(node, bool) and node not in _JSON_INTEGERS:
-            shown = "(not shown)" if SECRET_KEY_RE.search(path) else _short_int(node)
+            shown = "(not shown)" if is_secret_key(path) else _short_int(node)
             raise PydanticCustomError("json_number", f"{path} is beyond 64 bits: {shown}")
     return data
 
@@ -205,11 +201,12 @@ Mode = Annotated[
     str, BeforeValidator(_mode), WithJsonSchema({"type": "string", "pattern": r"^[0-7]{3,4}$"})
 ]
 Version = Annotated[str, BeforeValidator(_version), WithJsonSchema({"type": ["integer", "string"]})]
-_REF = "env:NAME or file:/path"
 # Checked by compiler/checks/secrets.py rather than here: a type error would print the value.
 SecretRef = Annotated[
     Any,
-    WithJsonSchema({"type": "string", "pattern": SECRET_REF_RE.pattern, "description": _REF}),
+    WithJsonSchema(
+        {"type": "string", "pattern": REFERENCE_PATTERN, "description": REFERENCE_FORMS}
+    ),
 ]
 Count = Annotated[int, Field(ge=0, le=MAX_AMOUNT)]
 Description = Annotated[str, Field(max_length=2000)]

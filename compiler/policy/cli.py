@@ -20,8 +20,10 @@ from compiler.policy.allowlists import FILENAME
 from compiler.policy.compile import compile_policies
 from compiler.policy.gitsource import RevisionBuild, compile_at, open_repo
 from compiler.policy.review import diff
+from compiler.policy.review_render import FORMATS as REVIEW_FORMATS
 from compiler.policy.review_render import render as render_review
 from compiler.policy.site import load_site_policy_files
+from compiler.problem_render import FORMATS as PROBLEM_FORMATS
 from compiler.problem_render import render as render_problems
 from compiler.problems import Problem, Problems, UserError
 from compiler.textstyle import Style
@@ -45,14 +47,14 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--out", default="build", help="output folder (default: build)")
     c.add_argument(
         "--format",
-        choices=("text", "json", "github", "markdown"),
+        choices=PROBLEM_FORMATS.names,
         default="text",
         help="how problems are shown",
     )
     r = sub.add_parser("review", parents=[common], help="what each role gains and loses")
     r.add_argument("--base", required=True, help="the revision to compare against")
     r.add_argument("--head", default="HEAD", help="the revision under review (default: HEAD)")
-    r.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    r.add_argument("--format", choices=REVIEW_FORMATS.names, default="text")
     return p
 
 

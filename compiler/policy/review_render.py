@@ -6,6 +6,7 @@ from itertools import groupby
 
 import orjson
 
+from compiler.formats import Formats
 from compiler.policy.review import Delta, Review
 from compiler.textstyle import Style
 
@@ -93,9 +94,9 @@ def render_json(review: Review) -> str:
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
+FORMATS: Formats[Review] = Formats("review", render_text, markdown=render_markdown,
+                                   json=render_json)
+
+
 def render(review: Review, fmt: str, style: Style | None = None) -> str:
-    if fmt == "markdown":
-        return render_markdown(review)
-    if fmt == "json":
-        return render_json(review)
-    return render_text(review, style)
+    return FORMATS.render(review, fmt, style)

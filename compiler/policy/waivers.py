@@ -1,7 +1,9 @@
 """Waivers: the only way a site loosens a guardrail — named, with a reason, and expiring.
 
-An expired waiver is an error (not silently ignored), one that expires soon is a warning,
-and one that waives nothing is a warning so stale waivers get removed.
+An expired waiver is an error (not silently ignored) and one that expires soon is a
+warning. One that waives nothing is a warning too, so stale waivers get removed; that is
+found where the guardrails are enforced (``compiler.policy.enforce``), which knows what
+each waiver allows.
 """
 
 from __future__ import annotations
@@ -60,50 +62,61 @@ def valid_waivers(
             )
             continue
         seen[w.name] = w
-        rail = guardrails.get(w.guardrail.text)
-        if rail is None:
-            problems.error(
-                "XCE641",
-                f"waiver '{w.name}' names unknown guardrail '{w.guardrail.text}'",
-                did_you_mean(w.guardrail.text, guardrails)
-                or "guardrails: " + ", ".join(guardrails),
-                w.guardrail.where,
-            )
-            continue
-        if not rail.roles:
-            problems.error(
-                "XCE641",
-                f"guardrail '{rail.name}' cannot be waived",
-                "mark the opcode 'unused' in the catalog, or grant it to a role",
-                w.guardrail.where,
-                also=(rail.where,),
-            )
-            continue
-        if w.expires < today:
-            problems.error(
-                "XCE640",
-                f"waiver '{w.name}' expired on {w.expires.isoformat()}",
-                "remove the waiver and the grant it allowed, or renew it after review",
-                w.expires_where,
-            )
-            continue
-        horizon = today + datetime.timedelta(days=limits.max_days)
-        if w.expires > horizon:
-            problems.error(
-                "XCE643",
-                f"waiver '{w.name}' expires {w.expires.isoformat()}, more "
-                f"than {limits.max_days} days from today",
-                f"set an expiry on or before {horizon.isoformat()}",
-                w.expires_where,
-            )
-            continue
-        left = (w.expires - today).days
-        if left <= limits.warn_days:
-            problems.warning(
-                "XCE645",
-                f"waiver '{w.name}' expires in {left} day(s)",
-                "renew it after review, or remove what it allows",
-                w.expires_where,
-            )
-        out.append(w)
+        if _waivable(w, guardrails, problems) and _in_date(w, limits, today, problems):
+            out.append(w)
     return out
+
+
+def _waivable(w: Waiver, guardrails: Mapping[str, Guardrail], problems: Problems) -> bool:
+    """Whether the guardrail the waiver names exists and may be waived (reported if not)."""
+    rail = guardrails.get(w.guardrail.text)
+    if rail is None:
+        problems.error(
+            "XCE641",
+            f"waiver '{w.name}' names unknown guardrail '{w.guardrail.text}'",
+            did_you_mean(w.guardrail.text, guardrails) or "guardrails: " + ", ".join(guardrails),
+            w.guardrail.where,
+        )
+        return False
+    if not rail.roles:
+        problems.error(
+            "XCE641",
+            f"guardrail '{rail.name}' cannot be waived",
+            "mark the opcode 'unused' in the catalog, or grant it to a role",
+            w.guardrail.where,
+            also=(rail.where,),
+        )
+        return False
+    return True
+
+
+def _in_date(w: Waiver, limits: WaiverLimits, today: datetime.date, problems: Problems) -> bool:
+    """Whether the waiver is unexpired and within the longest term allowed (reported if
+    not); one close to its expiry is in force with a warning."""
+    if w.expires < today:
+        problems.error(
+            "XCE640",
+            f"waiver '{w.name}' expired on {w.expires.isoformat()}",
+            "remove the waiver and the grant it allowed, or renew it after review",
+            w.expires_where,
+        )
+        return False
+    horizon = today + datetime.timedelta(days=limits.max_days)
+    if w.expires > horizon:
+        problems.error(
+            "XCE643",
+            f"waiver '{w.name}' expires {w.expires.isoformat()}, more "
+            f"than {limits.max_days} days from today",
+            f"set an expiry on or before {horizon.isoformat()}",
+            w.expires_where,
+        )
+        return False
+    left = (w.expires - today).days
+    if left <= limits.warn_days:
+        problems.warning(
+            "XCE645",
+            f"waiver '{w.name}' expires in {left} day(s)",
+            "renew it after review, or remove what it allows",
+            w.expires_where,
+        )
+    return True

@@ -11,19 +11,19 @@ from collections.abc import Callable, Collection, Sequence
 
 from compiler.problems import Problem, Severity
 from reconciler.apply import codes
-from reconciler.plan.model import DESTROY_VERBS, Action, Plan
+from reconciler.plan.model import Action, Plan
 
 
 def gate(action: Action, *, allow_destroy: bool,
          protected: Callable[[str], bool]) -> tuple[str, str] | None:
     """``(code, why)`` when ``action`` must not run, else None."""
-    if not (action.destructive or action.action in DESTROY_VERBS):  # the verb decides too
+    if not (action.destructive or action.verb.needs_destroy):  # the verb decides too
         return None
     if protected(action.entry):
         return codes.SKIP_PROTECTED, f"{action.entry} is protected (site.protected): it is " \
-            f"never destroyed, so '{action.action}' does not run"
+            f"never destroyed, so '{action.verb}' does not run"
     if not allow_destroy:
-        return codes.SKIP_DESTROY, f"'{action.action}' is destructive and this apply has no " \
+        return codes.SKIP_DESTROY, f"'{action.verb}' is destructive and this apply has no " \
             "destroy permission"
     return None
 

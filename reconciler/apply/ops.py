@@ -2,9 +2,9 @@
 
 The op_id is derived from the plan's digest and the action's id, so applying the same plan
 again (after a crash) sends the same op_ids and providers deduplicate them, while a new
-plan never reuses an old key. Plan verbs map onto the protocol verbs as
-docs/architecture.md says: ``stage``/``admit``/``drain``/``evict``/``release``/``reject``
-travel as ``create``/``update``/``delete`` with ``params.action`` set to the plan verb.
+plan never reuses an old key. Each plan verb travels as its protocol verb
+(``Verb.protocol``: ``create``/``update``/``delete``), with ``params.action`` set to the
+plan verb when the two differ.
 """
 
 from __future__ import annotations
@@ -15,18 +15,6 @@ from compiler.canonical import digest_of
 from reconciler.plan.model import Action, Plan
 from reconciler.protocol import Request
 from reconciler.state import PlannedOp
-
-PROTOCOL_VERB = {
-    "create": "create",
-    "stage": "create",
-    "admit": "update",
-    "update": "update",
-    "drain": "update",
-    "delete": "delete",
-    "evict": "delete",
-    "release": "delete",
-    "reject": "delete",
-}
 
 
 def plan_digest(plan: Plan) -> str:
@@ -39,7 +27,7 @@ def op_id(digest: str, action: Action) -> str:
 
 
 def planned_op(op: str, action: Action) -> PlannedOp:
-    return PlannedOp(op, action.action, action.entry, action.provider or "")
+    return PlannedOp(op, action.verb.value, action.entry, action.provider or "")
 
 
 def request_for(action: Action, op: str, epoch: int, owner: str, *,
@@ -48,17 +36,15 @@ def request_for(action: Action, op: str, epoch: int, owner: str, *,
 
     ``destroy`` (the run may destroy) lets a delete remove what holds data, such as a
     user's directory; without it the provider refuses and nothing is lost."""
-    verb = PROTOCOL_VERB.get(action.action)
-    if verb is None:
-        raise ValueError(f"unknown plan verb {action.action!r}")
+    verb = action.verb.protocol
     params: dict[str, Any] = {}
     if verb != "create":
         params["id"] = action.entry
     entry = action.before if verb == "delete" else (action.after or action.before)
     if entry is not None:
         params["entry"] = dict(entry)
-    if action.action != verb:
-        params["action"] = action.action
+    if action.verb != verb:
+        params["action"] = action.verb.value
     if verb == "delete" and destroy:
         params["destroy"] = True
     return Request(verb=verb, op_id=op, epoch=epoch, owner=owner, params=params)

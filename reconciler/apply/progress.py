@@ -27,7 +27,7 @@ class Sink(Protocol):
 def describe(outcome: Outcome) -> str:
     """``create volume/shared (shared-fs)`` plus why, for a failed or skipped action."""
     action = outcome.action
-    text = f"{action.action} {action.entry} ({action.provider or 'no provider'})"
+    text = f"{action.verb} {action.entry} ({action.provider or 'no provider'})"
     if outcome.status is Status.FAILED or outcome.status is Status.SKIPPED:
         text += f": {outcome.code} {outcome.message}"
     if outcome.warnings:

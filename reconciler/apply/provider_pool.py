@@ -7,19 +7,17 @@ only providers that the plan's remaining actions touch are opened.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from compiler.bindings import Bindings
 from reconciler.protocol import ErrorCode, ProviderError
-from reconciler.providers.registry import open_provider
+from reconciler.providers.registry import open_bound
 from reconciler.transports import Transport
 
 
 class Transports:
-    def __init__(self, bindings: Mapping[str, Any], workdir: Path) -> None:
-        providers = bindings.get("providers") if isinstance(bindings, Mapping) else None
-        self._bindings: Mapping[str, Any] = providers if isinstance(providers, Mapping) else {}
+    def __init__(self, bindings: Bindings, workdir: Path) -> None:
+        self._bindings = bindings
         self._workdir = workdir
         self._open: dict[str, Transport] = {}
         self._failed: dict[str, ProviderError] = {}
@@ -37,7 +35,7 @@ class Transports:
                 if key not in self._bindings:
                     raise ProviderError(ErrorCode.FAILED_PRECONDITION,
                                         f"provider '{name}' is not bound in this site")
-                transport = open_provider(key, self._bindings[key], self._workdir)
+                transport = open_bound(self._bindings, key, self._workdir)
             except ProviderError as err:
                 self._failed[key] = err  # one clear failure per provider, not one per action
                 raise

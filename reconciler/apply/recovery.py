@@ -29,7 +29,7 @@ def run_prefix(lock: str) -> str:
 
 
 def op_key(action: Action) -> OpKey:
-    return (action.action, action.entry, action.provider or "")
+    return (action.verb.value, action.entry, action.provider or "")
 
 
 @dataclass(frozen=True, slots=True)

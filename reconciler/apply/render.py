@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.canonical import dumps
+from compiler.formats import Formats
 from compiler.problem_render import problem_to_json
 from compiler.problems import Problem
 from compiler.textstyle import Style
 from reconciler.apply.report import ApplyReport, Outcome, Status
-
-FORMATS = ("text", "json")
 
 
 def _short(digest: str) -> str:
@@ -38,7 +37,7 @@ def _headline(report: ApplyReport, s: Style) -> str:
 
 def _outcome_lines(outcome: Outcome) -> list[str]:
     a = outcome.action
-    lines = [f"  {a.action} {a.entry} ({a.provider or 'no provider'}): "
+    lines = [f"  {a.verb} {a.entry} ({a.provider or 'no provider'}): "
              f"{outcome.code} {outcome.message}"]
     if outcome.hint:
         lines.append(f"    hint: {outcome.hint}")
@@ -72,7 +71,7 @@ def render_text(report: ApplyReport, style: Style | None = None) -> str:
         out.append(f"{s.yellow('Done with warnings')} ({len(warned)}):")
         for o in warned[:WARNINGS_SHOWN]:
             a = o.action
-            out.extend(f"  {a.action} {a.entry} ({a.provider}): {w}" for w in o.warnings)
+            out.extend(f"  {a.verb} {a.entry} ({a.provider}): {w}" for w in o.warnings)
         if len(warned) > WARNINGS_SHOWN:
             out.append(f"  … and {len(warned) - WARNINGS_SHOWN} more (--format json lists all)")
     if report.stopped is not None:
@@ -88,7 +87,7 @@ def render_text(report: ApplyReport, style: Style | None = None) -> str:
 
 def _outcome_json(o: Outcome) -> dict[str, Any]:
     a = o.action
-    return {"id": a.id, "action": a.action, "entry": a.entry, "provider": a.provider,
+    return {"id": a.id, "action": a.verb.value, "entry": a.entry, "provider": a.provider,
             "op_id": o.op_id, "status": o.status.value, "attempts": o.attempts, "code": o.code,
             "message": o.message, "hint": o.hint, "error": o.error,
             "warnings": list(o.warnings),
@@ -113,7 +112,12 @@ def report_json(report: ApplyReport) -> dict[str, Any]:
     }
 
 
+def render_json(report: ApplyReport) -> str:
+    return dumps(report_json(report)).decode()
+
+
+FORMATS: Formats[ApplyReport] = Formats("apply report", render_text, json=render_json)
+
+
 def render(report: ApplyReport, fmt: str, style: Style | None = None) -> str:
-    if fmt == "json":
-        return dumps(report_json(report)).decode()
-    return render_text(report, style)
+    return FORMATS.render(report, fmt, style)

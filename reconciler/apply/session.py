@@ -207,7 +207,7 @@ def _stale(run: _Run, plan: Plan, ours: Collection[str]) -> list[Problem]:
     entries = [e for e in plan.fingerprints if e not in ours]
     if not entries:
         return []
-    bound = run.desired.bindings.get("providers") or {}
+    bound = run.desired.bindings.names
     only = _holders(run, plan, entries)
     providers = sorted(bound) if only is None else only
     live = gather(run.desired, run.workdir, only=only, store=run.store)

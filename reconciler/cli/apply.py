@@ -86,7 +86,7 @@ def parser() -> argparse.ArgumentParser:
                    help="retries of a call that failed with a retryable error (default: 3)")
     p.add_argument("--retry-delay", type=seconds, default=0.5, metavar="SECONDS",
                    help="first backoff delay, doubled per retry (default: 0.5)")
-    p.add_argument("--format", choices=FORMATS, default="text", help="format of the report")
+    p.add_argument("--format", choices=FORMATS.names, default="text", help="format of the report")
     p.add_argument("--target", dest="targets", action="append", default=[],
                    metavar="ID", help="with --auto-approve: plan only these entries (globs)")
     p.add_argument("--force", action="store_true", help="with --auto-approve: turn "

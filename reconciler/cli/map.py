@@ -19,6 +19,7 @@ from typing import Any
 from compiler.canonical import dumps
 from compiler.cli_runner import EXIT_OK, UsageParser, run_cli
 from compiler.hostlist import HostlistError, expand
+from compiler.model.provider_params import ControllerMapParams
 from compiler.names import did_you_mean
 from compiler.problems import Problem, UserError
 from reconciler.protocol import ErrorCode, ProviderError
@@ -63,7 +64,7 @@ def _db_path(args: argparse.Namespace) -> Path:
     if args.db is not None:
         return Path(args.db)
     workdir = args.workdir if args.workdir is not None else args.site / ".xce"
-    return map_path(args.provider, {}, Path(workdir))
+    return map_path(args.provider, ControllerMapParams.model_validate({}), Path(workdir))
 
 
 @contextmanager

@@ -20,8 +20,9 @@ from compiler.problems import Problem, Severity
 from compiler.textstyle import Style
 from reconciler.pipeline import STATE_FILE, default_workdir, gather, load_desired, plan_for
 from reconciler.plan.file import save_plan
-from reconciler.plan.model import Plan
-from reconciler.plan.render import FORMATS, plan_json, render_plan
+from reconciler.plan.redact import redacted
+from reconciler.plan.render import FORMATS
+from reconciler.plan.render import render as render_plan
 from reconciler.state import ENV_URL, StateStore, open_store
 
 
@@ -36,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--live", type=Path, help="plan against a live-map snapshot file instead of "
                    "asking the providers")
     p.add_argument("--out", type=Path, help="save the plan to this file for xce-apply")
-    p.add_argument("--format", choices=FORMATS, default="text")
+    p.add_argument("--format", choices=FORMATS.names, default="text")
     p.add_argument("--target", action="append", default=[], metavar="ID",
                    help="plan only these entry ids (globs allowed) and what they depend on")
     p.add_argument("--workdir", type=Path, help="folder of the embedded defaults "
@@ -89,7 +90,10 @@ def _body(argv: list[str] | None) -> int:
         ]
     if args.format != "text":  # the text rendering shows the plan's own problems
         problems += plan.problems
-    sys.stdout.write(render_plan(plan, args.format, Style.for_stream(sys.stdout)))
+    # Shown and saved alike: a secret a provider echoed in its inventory is masked in an
+    # action's before/after/changes, never printed nor written to CI artifacts.
+    shown = redacted(plan)
+    sys.stdout.write(render_plan(shown, args.format, Style.for_stream(sys.stdout)))
     if problems:
         sys.stderr.write(render_problems(problems, err_style))
     # A provider that did not report (or an id two providers report) leaves the plan
@@ -98,9 +102,7 @@ def _body(argv: list[str] | None) -> int:
     failed = (plan.blocked or bool(live.supply.unknown) or bool(live.supply.unknown_entries)
               or any(p.severity is Severity.ERROR for p in problems))
     if args.out is not None and not plan.blocked:
-        # The file holds the plan as shown: a secret a provider echoed in its inventory is
-        # masked there too (an action's before/after/changes), never written to CI artifacts.
-        save_plan(args.out, Plan.from_json(plan_json(plan)), destroy=args.destroy)
+        save_plan(args.out, shown, destroy=args.destroy)
         sys.stderr.write(f"Saved the plan to {args.out}; apply it with: xce-apply {args.out}\n")
     if failed:
         return EXIT_ERROR

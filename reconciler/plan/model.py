@@ -8,15 +8,75 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from compiler.problems import Problem, Severity
 
-# Plan verbs grouped the way Terraform's summary line counts them.
-ADD_VERBS = frozenset({"create", "stage", "admit"})
-CHANGE_VERBS = frozenset({"update", "drain"})
-DESTROY_VERBS = frozenset({"delete", "evict", "release", "reject"})
-VERBS = ("create", "stage", "admit", "update", "drain", "delete", "evict", "release", "reject")
+
+class Group(StrEnum):
+    """How Terraform's summary line counts a verb: to add, to change or to destroy."""
+
+    ADD = "add"
+    CHANGE = "change"
+    DESTROY = "destroy"
+
+
+class Verb(StrEnum):
+    """The plan's verbs; ``_FACTS`` below holds every fact the planner, renderers and
+    applier use about each, so no module groups verbs on its own."""
+
+    CREATE = "create"
+    STAGE = "stage"
+    ADMIT = "admit"
+    UPDATE = "update"
+    DRAIN = "drain"
+    DELETE = "delete"
+    EVICT = "evict"
+    RELEASE = "release"
+    REJECT = "reject"
+
+    @property
+    def group(self) -> Group:
+        return _FACTS[self][0]
+
+    @property
+    def removes(self) -> bool:
+        """It starts or completes a removal: it needs ``correct-destructive``, counts toward
+        max_delete_fraction and never touches a protected entry."""
+        return _FACTS[self][1]
+
+    @property
+    def protocol(self) -> str:
+        """The provider verb it travels as; any other plan verb rides in ``params.action``."""
+        return _FACTS[self][2]
+
+    @property
+    def needs_destroy(self) -> bool:
+        """It deletes what it touches: the action is destructive, runs only with the destroy
+        permission, and on users' data is planned only with ``--destroy``."""
+        return self.group is Group.DESTROY
+
+    @property
+    def creates(self) -> bool:
+        """It makes an entry the live map lacks (``admit`` claims one that is there)."""
+        return self.protocol == "create"
+
+
+# verb: (group, removes, protocol verb), as docs/architecture.md lists them. ``drain``
+# removes (it is the first step of releasing a host) but is counted as a change: the host
+# stays until it is released.
+_FACTS: Mapping[Verb, tuple[Group, bool, str]] = {
+    Verb.CREATE: (Group.ADD, False, "create"),
+    Verb.STAGE: (Group.ADD, False, "create"),
+    Verb.ADMIT: (Group.ADD, False, "update"),
+    Verb.UPDATE: (Group.CHANGE, False, "update"),
+    Verb.DRAIN: (Group.CHANGE, True, "update"),
+    Verb.DELETE: (Group.DESTROY, True, "delete"),
+    Verb.EVICT: (Group.DESTROY, True, "delete"),
+    Verb.RELEASE: (Group.DESTROY, True, "delete"),
+    Verb.REJECT: (Group.DESTROY, True, "delete"),
+}
 
 # The lists of entries a plan reports without acting on them.
 NOTE_LISTS = ("orphans", "co_managed", "unknown", "pending", "drift_reported")
@@ -43,7 +103,7 @@ class Action:
     """One step of the apply; ``depends_on`` lets the applier run independent steps at once."""
 
     id: str
-    action: str
+    verb: Verb
     entry: str
     kind: str
     provider: str | None
@@ -57,7 +117,7 @@ class Action:
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
-            "action": self.action,
+            "action": self.verb.value,
             "entry": self.entry,
             "kind": self.kind,
             "provider": self.provider,
@@ -73,7 +133,7 @@ class Action:
     def from_json(cls, doc: Mapping[str, Any]) -> Action:
         return cls(
             id=str(doc["id"]),
-            action=str(doc["action"]),
+            verb=Verb(doc["action"]),
             entry=str(doc["entry"]),
             kind=str(doc["kind"]),
             provider=doc.get("provider"),
@@ -107,12 +167,10 @@ class Note:
 
 def summarize(actions: Iterable[Action], notes: Mapping[str, Iterable[Note]]) -> dict[str, int]:
     """Counts per verb (BRIEF §3), Terraform's add/change/destroy, and per reported list."""
-    counts = dict.fromkeys(VERBS, 0)
+    counts = dict.fromkeys([v.value for v in (*Verb, *Group)], 0)
     for a in actions:
-        counts[a.action] = counts.get(a.action, 0) + 1
-    counts["add"] = sum(counts[v] for v in ADD_VERBS)
-    counts["change"] = sum(counts[v] for v in CHANGE_VERBS)
-    counts["destroy"] = sum(counts[v] for v in DESTROY_VERBS)
+        counts[a.verb.value] += 1
+        counts[a.verb.group.value] += 1
     for name in NOTE_LISTS:
         counts[name] = sum(1 for _ in notes.get(name, ()))
     return counts

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.supply_map import Entry
-from reconciler.plan.model import DESTROY_VERBS, NOTE_LISTS, Action, FieldChange, Note
-from reconciler.planner.kinds import DATA_KINDS, REMOVAL_VERBS
+from reconciler.plan.model import NOTE_LISTS, Action, FieldChange, Note, Verb
+from reconciler.planner.kinds import DATA_KINDS
 from reconciler.planner.settings import PlanSettings
 
 
@@ -131,9 +131,34 @@ class Builder:
         why = self._blind(entry.id, subject=True) or "its inventory is unknown"
         self.note("unknown", entry, f"{why}{then}")
 
+    def _withheld(self, verb: Verb, entry: Entry, reason: str, before: Entry | None, *,
+                  claim: bool, observed: tuple[str, ...], unacted: str) -> tuple[str, str] | None:
+        """``(list, note)`` when policy keeps ``verb`` from being planned, None when it may be;
+        an empty list name means not even reported (management ``observe``)."""
+        would = f"would {verb}: {reason}"
+        blind = self.blind_spot(entry, observed)
+        if blind is not None:
+            return "unknown", f"{blind}; {would}"
+        if before is not None and not claim and before.owner != self.settings.owner:
+            held = f"owned by {before.owner}" if before.owner else "carries no owner tag"
+            return "co_managed", f"{held}; {would}"
+        kind = entry.kind
+        level = self.settings.level(kind)
+        if level == "observe":
+            return "", ""
+        if level == "report":
+            return unacted, f"{would} (management of {kind}: report)"
+        if verb.removes and level != "correct-destructive":
+            return unacted, (f"{would}; management of {kind} is '{level}', which never "
+                             "removes (set 'correct-destructive' to allow)")
+        if verb.needs_destroy and kind in DATA_KINDS and not self.destroy:
+            return unacted, (f"{would}; deleting users' data needs the destroy permission "
+                             "(--destroy)")
+        return None
+
     def act(
         self,
-        verb: str,
+        verb: Verb,
         entry: Entry,
         reason: str,
         *,
@@ -152,29 +177,12 @@ class Builder:
         the action and is fingerprinted, so the apply also refuses the plan when it changed.
         Returns whether the action was planned.
         """
-        kind = entry.kind
-        owner = self.settings.owner
-        blind = self.blind_spot(entry, observed)
-        if blind is not None:
-            self.note("unknown", entry, f"{blind}; would {verb}: {reason}")
-            return False
-        if before is not None and not claim and before.owner != owner:
-            held = f"owned by {before.owner}" if before.owner else "carries no owner tag"
-            self.note("co_managed", entry, f"{held}; would {verb}: {reason}")
-            return False
-        level = self.settings.level(kind)
-        if level == "observe":
-            return False
-        if level == "report":
-            self.note(unacted, entry, f"would {verb}: {reason} (management of {kind}: report)")
-            return False
-        if verb in REMOVAL_VERBS and level != "correct-destructive":
-            self.note(unacted, entry, f"would {verb}: {reason}; management of {kind} is "
-                      f"'{level}', which never removes (set 'correct-destructive' to allow)")
-            return False
-        if verb in DESTROY_VERBS and kind in DATA_KINDS and not self.destroy:
-            self.note(unacted, entry, f"would {verb}: {reason}; deleting users' data needs "
-                      "the destroy permission (--destroy)")
+        withheld = self._withheld(verb, entry, reason, before, claim=claim, observed=observed,
+                                  unacted=unacted)
+        if withheld is not None:
+            where, why = withheld
+            if where:
+                self.note(where, entry, why)
             return False
         action_id = f"{verb}:{entry.id}"
         relied = sorted({*self._reads, *observed} - {entry.id})
@@ -182,12 +190,12 @@ class Builder:
             self.observed[action_id] = tuple(relied)
         self.actions.append(Action(
             id=action_id,
-            action=verb,
+            verb=verb,
             entry=entry.id,
-            kind=kind,
+            kind=entry.kind,
             provider=entry.provider,
             reason=reason,
-            destructive=verb in DESTROY_VERBS,
+            destructive=verb.needs_destroy,
             before=None if before is None else before.to_json(),
             after=after,
             changes=changes,

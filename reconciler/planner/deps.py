@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from compiler.supply_map import Entry
-from reconciler.plan.model import DESTROY_VERBS, Action
+from reconciler.plan.model import Action, Group
 from reconciler.planner.kinds import PHASE_CONSTRUCT, order_key, phase_of
 
 _LOCATION_PARENTS = {
@@ -62,7 +62,7 @@ def parents(entry: Entry) -> list[str]:
 
 
 def _subject(action: Action) -> Entry:
-    doc = action.before if action.action in DESTROY_VERBS else (action.after or action.before)
+    doc = action.before if action.verb.group is Group.DESTROY else (action.after or action.before)
     assert doc is not None
     return Entry.from_json(doc)
 
@@ -72,14 +72,14 @@ def link_and_order(actions: Iterable[Action]) -> tuple[Action, ...]:
     by_entry = {a.entry: a for a in actions}
     deps: dict[str, set[str]] = {a.id: set() for a in by_entry.values()}
     for action in by_entry.values():
-        constructive = phase_of(action.action) == PHASE_CONSTRUCT
+        constructive = phase_of(action.verb) == PHASE_CONSTRUCT
         for parent_id in parents(_subject(action)):
             parent = by_entry.get(parent_id)
             if parent is None or parent is action:
                 continue
-            if constructive and phase_of(parent.action) == PHASE_CONSTRUCT:
+            if constructive and phase_of(parent.verb) == PHASE_CONSTRUCT:
                 deps[action.id].add(parent.id)
-            elif action.action in DESTROY_VERBS and parent.action in DESTROY_VERBS:
+            elif action.verb.group is parent.verb.group is Group.DESTROY:
                 deps[parent.id].add(action.id)  # a parent goes only after its children
-    ordered = sorted(by_entry.values(), key=lambda a: order_key(a.action, a.kind, a.entry))
+    ordered = sorted(by_entry.values(), key=lambda a: order_key(a.verb, a.kind, a.entry))
     return tuple(replace(a, depends_on=tuple(sorted(deps[a.id]))) for a in ordered)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from reconciler.plan.model import Verb
+
 LEVELS = ("observe", "report", "correct", "correct-destructive")
 
 # Supply that the site-config fully describes may be removed by default; volumes, user
@@ -47,21 +49,19 @@ KIND_ORDER = (
 )
 _RANK = {kind: i for i, kind in enumerate(KIND_ORDER)}
 
-# Verbs that start or complete a removal: they need ``correct-destructive``.
-REMOVAL_VERBS = frozenset({"drain", "release", "delete", "evict", "reject"})
-
 PHASE_CONSTRUCT, PHASE_DRAIN, PHASE_DESTROY = 0, 1, 2
 
 
-def phase_of(verb: str) -> int:
-    if verb == "drain":
+def phase_of(verb: Verb) -> int:
+    """Hosts drain before anything is destroyed, so their jobs can finish meanwhile."""
+    if verb is Verb.DRAIN:
         return PHASE_DRAIN
-    if verb in REMOVAL_VERBS:
+    if verb.removes:
         return PHASE_DESTROY
     return PHASE_CONSTRUCT
 
 
-def order_key(verb: str, kind: str, entry: str) -> tuple[int, int, str]:
+def order_key(verb: Verb, kind: str, entry: str) -> tuple[int, int, str]:
     """Stable apply order: (phase, kind order — reversed for removals, entry id)."""
     phase = phase_of(verb)
     rank = _RANK.get(kind, len(KIND_ORDER))

@@ -4,7 +4,7 @@ while a copy is moving."""
 from __future__ import annotations
 
 from compiler.supply_map import Entry
-from reconciler.plan.model import FieldChange
+from reconciler.plan.model import FieldChange, Verb
 from reconciler.planner.builder import Builder, with_state
 
 
@@ -19,14 +19,14 @@ def plan_copy(b: Builder, desired: Entry | None, live: Entry | None) -> None:
         if live.state == "evicting":
             b.note("pending", live, "being evicted")
         else:
-            b.act("evict", live, "not in config", before=live, after=None, unacted="orphans")
+            b.act(Verb.EVICT, live, "not in config", before=live, after=None, unacted="orphans")
         return
     where = desired.location or "its location"
     # What a copy must hold is its version's record (what pinned jobs resolve): while the
     # record cannot be seen, staging could put other bytes under the name (PR-5).
     b.read(f"dataset/{desired.spec.get('dataset')}")
     if live is None:
-        b.act("stage", desired, f"missing at {where}", before=None,
+        b.act(Verb.STAGE, desired, f"missing at {where}", before=None,
               after=with_state(desired, "staging"))
     elif live.state == "staging":
         b.note("pending", desired, f"staging at {where} in progress")
@@ -34,7 +34,7 @@ def plan_copy(b: Builder, desired: Entry | None, live: Entry | None) -> None:
         b.note("pending", desired, "being evicted although in config; staged again once gone")
     elif live.state == "corrupt" or _digest_differs(desired, live):
         why = "corrupt" if live.state == "corrupt" else "digest differs"
-        b.act("stage", desired, f"re-stage: copy is {why}", before=live,
+        b.act(Verb.STAGE, desired, f"re-stage: copy is {why}", before=live,
               after=with_state(desired, "staging"),
               changes=(FieldChange("state", live.state, "staging"),))
     # Otherwise the copy is intact with the dataset's digest: it *is* the dataset. Its

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compiler.supply_map import Entry
-from reconciler.plan.model import FieldChange
+from reconciler.plan.model import FieldChange, Verb
 from reconciler.planner.builder import Builder
 from reconciler.planner.compare import field_changes
 from reconciler.planner.deps import parents
@@ -35,7 +35,7 @@ def plan_update(b: Builder, desired: Entry, live: Entry, *, state: bool = True) 
     changes = field_changes(desired, live, state=state)
     if changes:
         after = desired.to_json() if state else {**desired.to_json(), "state": live.state}
-        b.act("update", desired, update_reason(desired, changes), before=live, after=after,
+        b.act(Verb.UPDATE, desired, update_reason(desired, changes), before=live, after=after,
               changes=changes)
 
 
@@ -57,8 +57,8 @@ def plan_generic(b: Builder, desired: Entry | None, live: Entry | None) -> None:
             b.note("pending", live, f"not in config: removed once {host.id} is drained "
                    f"(it is {host.state})")
             return
-        b.act("delete", live, "not in config", before=live, after=None, unacted="orphans")
+        b.act(Verb.DELETE, live, "not in config", before=live, after=None, unacted="orphans")
     elif live is None:
-        b.act("create", desired, "not in the live map", before=None, after=desired.to_json())
+        b.act(Verb.CREATE, desired, "not in the live map", before=None, after=desired.to_json())
     else:
         plan_update(b, desired, live)

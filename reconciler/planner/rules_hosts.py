@@ -7,7 +7,7 @@ so running jobs are never cut. An instance is released only after its host is dr
 from __future__ import annotations
 
 from compiler.supply_map import Entry
-from reconciler.plan.model import FieldChange
+from reconciler.plan.model import FieldChange, Verb
 from reconciler.planner.builder import Builder, with_state
 from reconciler.planner.compare import field_changes
 from reconciler.planner.rules_generic import RUNNING, plan_update
@@ -56,10 +56,10 @@ def _discovered(b: Builder, live: Entry) -> None:
         b.note("orphans", live, reason)
     elif policy == "admit":
         if live.owner != b.settings.owner:
-            b.act("admit", live, reason, before=live, claim=True, unacted="orphans",
+            b.act(Verb.ADMIT, live, reason, before=live, claim=True, unacted="orphans",
                   after=with_state(live, live.state, owner=b.settings.owner))
     else:
-        b.act("reject", live, reason, before=live, after=None, claim=True, unacted="orphans")
+        b.act(Verb.REJECT, live, reason, before=live, after=None, claim=True, unacted="orphans")
 
 
 def _removed_host(b: Builder, live: Entry) -> None:
@@ -67,12 +67,12 @@ def _removed_host(b: Builder, live: Entry) -> None:
     if live.source == "discovered":
         _discovered(b, live)
     elif state in ("available", "joining"):
-        b.act("drain", live, "not in config: drain, then release once drained", before=live,
+        b.act(Verb.DRAIN, live, "not in config: drain, then release once drained", before=live,
               after=with_state(live, "draining"), unacted="orphans")
     elif state == "draining":
         b.note("pending", live, "not in config: draining, released once drained")
     elif state in ("drained", "expected", "lost"):
-        b.act("release", live, f"not in config ({state})", before=live, after=None,
+        b.act(Verb.RELEASE, live, f"not in config ({state})", before=live, after=None,
               unacted="orphans")
 
 
@@ -86,7 +86,7 @@ def _orphan(b: Builder, desired: Entry, why: str) -> None:
         b.note("orphans", desired, f"never joined ({why}); release_orphans is off")
     elif instance is None:
         b.note("orphans", desired, f"never joined ({why}); no live {instance_id} to release")
-    elif b.act("release", instance, f"{desired.id} never joined ({why}); release_orphans",
+    elif b.act(Verb.RELEASE, instance, f"{desired.id} never joined ({why}); release_orphans",
                before=instance, after=None, unacted="orphans", observed=(desired.id,)):
         b.note("orphans", desired, f"never joined ({why}); its instance is released")
     else:
@@ -100,14 +100,14 @@ def plan_host(b: Builder, desired: Entry | None, live: Entry | None) -> None:
         _removed_host(b, live)
         return
     if live is None:
-        b.act("create", desired, "not in the live map", before=None,
+        b.act(Verb.CREATE, desired, "not in the live map", before=None,
               after=with_state(desired, "expected"))
         return
     state = live.state
     if live.source == "discovered" and live.owner is None:
         # Joined before its entry was created: config wants it, whatever the discovery
         # policy says about hosts config does not name. Claim it with config's fields.
-        b.act("admit", desired, "in config, but joined before its entry was created: claim it",
+        b.act(Verb.ADMIT, desired, "in config, but joined before its entry was created: claim it",
               before=live, claim=True, after=with_state(desired, live.state),
               changes=field_changes(desired, live, state=False))
         return
@@ -122,7 +122,7 @@ def plan_host(b: Builder, desired: Entry | None, live: Entry | None) -> None:
     elif state == "released":
         changes = (FieldChange("state", state, "expected"),
                    *field_changes(desired, live, state=False))
-        b.act("update", desired, "released although in config: expect it again", before=live,
+        b.act(Verb.UPDATE, desired, "released although in config: expect it again", before=live,
               after=with_state(desired, "expected"), changes=changes)
     elif state in SATISFYING:
         plan_update(b, desired, live, state=False)
@@ -144,11 +144,11 @@ def plan_instance(b: Builder, desired: Entry | None, live: Entry | None) -> None
             b.note("orphans", live, "carries our owner tag but no entry claims it, in a shared "
                    "cloud account: reported only (P5)")
         else:
-            b.act("release", live, "not in config: no entry claims this instance", before=live,
+            b.act(Verb.RELEASE, live, "not in config: no entry claims this instance", before=live,
                   after=None, unacted="orphans", observed=(host_id,))
         return
     if live is None or live.state == "released":
-        b.act("create", desired, "not in the live map" if live is None else "released: "
+        b.act(Verb.CREATE, desired, "not in the live map" if live is None else "released: "
               "provision again", before=live, after=desired.to_json())
         return
     host = b.read(host_id)

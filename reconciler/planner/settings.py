@@ -1,4 +1,5 @@
-"""The site's planning policy, read once from the desired map's ``settings``.
+"""The site's planning policy, read from the desired map's ``settings``
+(``read_settings``: by the planner for each plan, by the apply for the protected entries).
 
 The compiler validates site-config, but a plan may also be made from maps saved elsewhere,
 so a bad value here is a clear Problem (XCE755), never a KeyError deep in a rule.

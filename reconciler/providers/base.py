@@ -1,8 +1,11 @@
-"""What all built-in providers share: verb dispatch, op_id dedupe, epoch fencing, generations.
+"""What every in-process provider shares: verb dispatch, op_id dedupe, epoch fencing.
 
-A concrete provider only says what it holds (``inventory``) and how to change one entry
-(``create``/``update``/``delete``); this base makes every change idempotent by op_id,
-fenced by epoch, and tagged with its owner, the same way for every built-in.
+``ProviderSkeleton`` answers the protocol once for every in-process provider: the epoch
+check, then the op_id replay, then the change and its record, all inside one transaction
+of the provider's memory (its ``Book``). The built-ins (``BuiltinProvider``) keep that
+memory in an ``OpLedger`` beside them and only say what they hold (``inventory``) and how to
+change one entry (``create``/``update``/``delete``); the controller map keeps it in the
+map file itself, so a change and its op_id commit together.
 """
 
 from __future__ import annotations
@@ -11,15 +14,19 @@ import errno
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from compiler.canonical import digest_of
 from compiler.supply_map import Entry, entries_json
 from reconciler.protocol import VERBS, ErrorCode, ProviderError, Reply, Request
 from reconciler.providers.names import request_id
 from reconciler.providers.opledger import OpLedger
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 MUTATING = ("create", "update", "delete")
 
@@ -40,16 +47,6 @@ def state_dir(workdir: Path, name: str) -> Path:
     return workdir / "providers" / name
 
 
-def resolve_under(workdir: Path, value: object, default: str, what: str) -> Path:
-    """A path param: relative paths resolve under the workdir."""
-    if value is None:
-        value = default
-    if not isinstance(value, str) or not value:
-        raise ProviderError(ErrorCode.INVALID_ARGUMENT, f"param {what} must be a path string")
-    path = Path(value)
-    return path if path.is_absolute() else workdir / path
-
-
 def os_error(err: OSError) -> ProviderError:
     """A filesystem error as a protocol error: full disk, no permission, or other."""
     code = ErrorCode.INTERNAL
@@ -61,18 +58,141 @@ def os_error(err: OSError) -> ProviderError:
     return ProviderError(code, f"{err.strerror or err}{where}")
 
 
-class BuiltinProvider(ABC):
+def fingerprint(request: Request) -> str:
+    """What makes a request the same request: its verb, owner and params.
+
+    The owner counts: it is tagged on what the change makes, so replaying one owner's
+    reply to another would name the wrong owner.
+    """
+    try:
+        return digest_of(
+            {"verb": request.verb, "owner": request.owner, "params": dict(request.params)}
+        )
+    except TypeError:
+        raise ProviderError(ErrorCode.INVALID_ARGUMENT, "params must be plain JSON") from None
+
+
+class Book(Protocol):
+    """A provider's memory of changes, as one transaction sees it."""
+
+    def check_epoch(self, epoch: int) -> None:
+        """Refuse an epoch below the highest seen (ABORTED); remember a higher one."""
+
+    def replay(self, op_id: str, fingerprint: str) -> Mapping[str, Any] | None:
+        """The recorded result of ``op_id``, or None; an op_id reused for another request fails."""
+
+    def record(self, op_id: str, fingerprint: str, result: Mapping[str, Any]) -> None: ...
+
+    def savepoint(self) -> AbstractContextManager[None]:
+        """Undo only the change on failure: the epoch just seen stays remembered."""
+
+
+BookT = TypeVar("BookT", bound=Book)
+
+
+class ProviderSkeleton(ABC, Generic[BookT]):
+    """The protocol of an in-process provider; the built-in transport calls ``handle``."""
+
     kind: ClassVar[str]
     version: ClassVar[str] = "1"
     capabilities: ClassVar[tuple[str, ...]]
 
-    def __init__(self, name: str, params: Mapping[str, Any], workdir: Path) -> None:
+    def __init__(self, name: str, params: BaseModel, workdir: Path) -> None:
         self.name = name
-        self.params = params
+        self.params = params  # the kind's model (compiler.model.provider_params)
         self.workdir = workdir
+        self._mutex = threading.Lock()  # one change at a time per provider
+
+    # --- what a provider implements ----------------------------------------------------
+
+    @abstractmethod
+    def book(self) -> AbstractContextManager[BookT]:
+        """One transaction of the provider's memory; it commits when the block ends."""
+
+    @abstractmethod
+    def change(self, book: BookT, request: Request) -> dict[str, Any]:
+        """Make the change ``request`` asks for; its result is what a replay returns."""
+
+    @abstractmethod
+    def inventory_result(self, params: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def capacity(self, params: Mapping[str, Any]) -> dict[str, int]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def probe(self) -> dict[str, Any]:
+        return {"ready": True}
+
+    # --- the protocol ------------------------------------------------------------------
+
+    def handle(self, request: Request) -> Reply:
+        try:
+            return Reply.success(self._dispatch(request))
+        except ProviderError as err:
+            return Reply.failure(err)
+        except OSError as err:
+            return Reply.failure(os_error(err))
+
+    def _dispatch(self, request: Request) -> Mapping[str, Any]:
+        verb = request.verb
+        if not isinstance(request.params, Mapping):
+            raise ProviderError(ErrorCode.INVALID_ARGUMENT, "params must be an object")
+        if verb == "info":
+            return {
+                "name": self.name,
+                "kind": self.kind,
+                "version": self.version,
+                "capabilities": list(self.capabilities),
+                "verbs": list(VERBS),
+            }
+        if verb == "probe":
+            return self.probe()
+        if verb == "inventory":
+            return self.inventory_result(request.params)
+        if verb == "capacity":
+            return self.capacity(request.params)
+        if verb in MUTATING:
+            return self._mutate(request)
+        raise ProviderError(
+            ErrorCode.INVALID_ARGUMENT, f"unknown verb {verb!r}; known: {', '.join(VERBS)}"
+        )
+
+    def _mutate(self, request: Request) -> Mapping[str, Any]:
+        """Fence, replay, change, record: one transaction; a failed change keeps the epoch.
+
+        The epoch comes first: a superseded applier is refused even an op it had sent
+        before, so it learns at once that it must stop.
+        """
+        if not request.op_id:
+            raise ProviderError(
+                ErrorCode.INVALID_ARGUMENT, f"{request.verb} needs an op_id (the idempotency key)"
+            )
+        digest = fingerprint(request)
+        with self._mutex, self.book() as book:
+            book.check_epoch(request.epoch)
+            prior = book.replay(request.op_id, digest)
+            if prior is not None:
+                return prior
+            try:
+                with book.savepoint():
+                    result = self.change(book, request)
+            except ProviderError as err:
+                failure = err  # raised once the transaction has kept the new epoch
+            else:
+                book.record(request.op_id, digest, result)
+                return result
+        raise failure
+
+
+class BuiltinProvider(ProviderSkeleton[OpLedger]):
+    """A built-in that keeps its memory in ``<workdir>/providers/<name>/opledger.sqlite``."""
+
+    def __init__(self, name: str, params: BaseModel, workdir: Path) -> None:
+        super().__init__(name, params, workdir)
         self.state_dir = state_dir(workdir, name)
         self.ledger = OpLedger(self.state_dir / "opledger.sqlite")
-        self._mutex = threading.Lock()  # one change at a time per provider
 
     # --- what a concrete provider implements -------------------------------------------
 
@@ -89,48 +209,16 @@ class BuiltinProvider(ABC):
     @abstractmethod
     def delete(self, params: Mapping[str, Any]) -> ChangeMade: ...
 
-    @abstractmethod
-    def capacity(self, params: Mapping[str, Any]) -> dict[str, int]: ...
-
-    def probe(self) -> dict[str, Any]:
-        return {"ready": True}
-
     def close(self) -> None:
         self.ledger.close()
 
-    # --- the protocol ------------------------------------------------------------------
+    # --- the skeleton's hooks ----------------------------------------------------------
 
-    def handle(self, request: Request) -> Reply:
-        try:
-            return Reply.success(self._dispatch(request))
-        except ProviderError as err:
-            return Reply.failure(err)
-        except OSError as err:
-            return Reply.failure(os_error(err))
+    def book(self) -> AbstractContextManager[OpLedger]:
+        """The ledger commits each step itself; a filesystem change cannot be rolled back."""
+        return nullcontext(self.ledger)
 
-    def _dispatch(self, request: Request) -> Mapping[str, Any]:
-        verb = request.verb
-        if verb == "info":
-            return {
-                "name": self.name,
-                "kind": self.kind,
-                "version": self.version,
-                "capabilities": list(self.capabilities),
-                "verbs": list(VERBS),
-            }
-        if verb == "probe":
-            return self.probe()
-        if verb == "inventory":
-            return self._inventory(request.params)
-        if verb == "capacity":
-            return self.capacity(request.params)
-        if verb in MUTATING:
-            return self._mutate(request)
-        raise ProviderError(
-            ErrorCode.INVALID_ARGUMENT, f"unknown verb {verb!r}; known: {', '.join(VERBS)}"
-        )
-
-    def _inventory(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    def inventory_result(self, params: Mapping[str, Any]) -> dict[str, Any]:
         tags = self.ledger.tags()
         entries = [
             e if e.owner is not None or e.id not in tags else replace(e, owner=tags[e.id])
@@ -140,25 +228,12 @@ class BuiltinProvider(ABC):
         generation = self.ledger.observe(digest_of(docs))
         return {"generation": generation, "complete": True, "entries": docs}
 
-    def _mutate(self, request: Request) -> Mapping[str, Any]:
-        if not request.op_id:
-            raise ProviderError(ErrorCode.INVALID_ARGUMENT, f"{request.verb} needs an op_id")
-        fingerprint = digest_of({"verb": request.verb, "params": dict(request.params)})
-        with self._mutex:
-            self.ledger.check_epoch(request.epoch)
-            prior = self.ledger.replay(request.op_id, fingerprint)
-            if prior is not None:
-                return Reply.from_json(prior).result
-            change = getattr(self, request.verb)(request.params)
-            result = self._result(request, change)
-            self.ledger.record(request.op_id, Reply.success(result).to_json(), fingerprint)
-            return result
-
-    def _result(self, request: Request, change: ChangeMade) -> dict[str, Any]:
-        entry = change.entry
+    def change(self, book: OpLedger, request: Request) -> dict[str, Any]:
+        made: ChangeMade = getattr(self, request.verb)(request.params)
+        entry = made.entry
         if request.verb == "delete":
-            self.ledger.untag(request_id(request.params))
+            book.untag(request_id(request.params))
         elif entry is not None and request.owner:
-            self.ledger.tag(entry.id, request.owner)
+            book.tag(entry.id, request.owner)
             entry = replace(entry, owner=request.owner)
-        return {"entry": entry.to_json() if entry is not None else None, **change.details}
+        return {"entry": entry.to_json() if entry is not None else None, **made.details}

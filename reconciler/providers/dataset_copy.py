@@ -22,9 +22,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from compiler.model.provider_params import DatasetCopyParams
 from compiler.supply_map import Entry
 from reconciler.protocol import ErrorCode, ProviderError
-from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, ChangeMade, resolve_under
+from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, ChangeMade
 from reconciler.providers.dataset_digest import (
     CHUNK,
     DatasetError,
@@ -111,20 +112,12 @@ class DatasetCopyProvider(BuiltinProvider):
     kind = "dataset-copy"
     capabilities = ("dataset-copy",)
 
-    def __init__(self, name: str, params: Mapping[str, Any], workdir: Path) -> None:
-        self.cache_root = resolve_under(
-            workdir, params.get("cache_root"), f"cache/{name}", "cache_root"
-        )
-        self.source_base = resolve_under(workdir, params.get("source_base"), ".", "source_base")
-        location = params.get("location")
-        if not isinstance(location, str) or not location or "@" in location:
-            raise invalid("param location must name where the copies are, e.g. 'group/gpu'")
-        self.location = location
-        limit = params.get("capacity")
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
-                                  or limit < 0):
-            raise invalid(f"param capacity must be bytes, got {limit!r}")
-        self.limit: int | None = limit
+    def __init__(self, name: str, params: DatasetCopyParams, workdir: Path) -> None:
+        # Relative paths are under the workdir; an absolute one replaces it.
+        self.cache_root = workdir / (params.cache_root or f"cache/{name}")
+        self.source_base = workdir / (params.source_base or ".")
+        self.location = params.location
+        self.limit = params.capacity
         self.cache_root.mkdir(parents=True, exist_ok=True)
         super().__init__(name, params, workdir)  # opens the ledger: only once params are valid
         self.state = DatasetState(self.state_dir / "dataset.sqlite")

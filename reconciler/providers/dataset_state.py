@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconciler.providers.sqlite_store import Store
+from reconciler.sqlite import Database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS copies (
@@ -39,7 +39,7 @@ class CopyRecord:
 
 class DatasetState:
     def __init__(self, path: Path) -> None:
-        self._store = Store(path, _SCHEMA)
+        self._store = Database(path, _SCHEMA)
 
     def copies(self) -> dict[str, CopyRecord]:
         with self._store.read() as db:

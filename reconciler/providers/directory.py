@@ -19,9 +19,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from compiler.model.provider_params import DirectoryParams
 from compiler.supply_map import Entry
 from reconciler.protocol import ErrorCode, ProviderError
-from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, ChangeMade, resolve_under
+from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, ChangeMade
 from reconciler.providers.directory_cleanup import Cleaner
 from reconciler.providers.directory_owners import Names, give, not_applied
 from reconciler.providers.directory_quota import quota_command
@@ -77,27 +78,23 @@ class DirectoryProvider(BuiltinProvider):
     capabilities = tuple(KINDS)
     clock: Callable[[], float] = staticmethod(time.time)  # what "now" is to the retention
 
-    def __init__(self, name: str, params: Mapping[str, Any], workdir: Path) -> None:
-        self.base = resolve_under(workdir, params.get("base"), "fs", "base")
+    def __init__(self, name: str, params: DirectoryParams, workdir: Path) -> None:
+        self.base = workdir / params.base  # an absolute base replaces the workdir
         self.quota_command = quota_command(params)
-        self.configured = self._configured_volumes(params.get("volumes"))
-        if not Path(str(params.get("base") or "fs")).is_absolute():
+        self.configured = self._configured_volumes(params.volumes)
+        if not Path(params.base).is_absolute():
             self.base.mkdir(parents=True, exist_ok=True)  # the embedded default lives here
         super().__init__(name, params, workdir)  # opens the ledger: only once params are valid
         self.state = DirectoryState(self.state_dir / "directory.sqlite")
 
     @staticmethod
-    def _configured_volumes(raw: object) -> dict[str, Volume]:
-        """Optional ``params.volumes`` ({name: path}): volumes to report before any create."""
-        if raw is None:
-            return {}
-        if not isinstance(raw, Mapping):
-            raise invalid("param volumes must be an object {name: path}")
-        out = {}
-        for name, path in raw.items():
+    def _configured_volumes(volumes: Mapping[str, str]) -> dict[str, Volume]:
+        """``params.volumes`` ({name: path}): volumes to report before any create. Each is
+        checked as every name and path this provider puts on disk is."""
+        for name, path in volumes.items():
             path_parts(path)
-            out[safe_name(name, "volume name")] = Volume(name, str(path), None)
-        return out
+            safe_name(name, "volume name")
+        return {name: Volume(name, path, None) for name, path in volumes.items()}
 
     def close(self) -> None:
         self.state.close()

@@ -17,20 +17,12 @@ the template means what it meant before.)
 from __future__ import annotations
 
 import os
-import string
 import subprocess
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from compiler.model.provider_params import DirectoryParams
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.transports.process import exit_detail
-
-# Placeholders an argv template may use.
-FIELDS = ("scope", "subject", "bytes", "kib", "path", "volume")
-
-
-def _invalid(message: str) -> ProviderError:
-    return ProviderError(ErrorCode.INVALID_ARGUMENT, message)
 
 
 class QuotaCommand:
@@ -77,32 +69,9 @@ class QuotaCommand:
             )
 
 
-def quota_command(params: Mapping[str, Any]) -> QuotaCommand | None:
-    """The command backend from provider params, or None for the ``ledger`` backend."""
-    backend = params.get("quota_backend", "ledger")
-    if backend == "ledger":
+def quota_command(params: DirectoryParams) -> QuotaCommand | None:
+    """The command backend from provider params, or None for the ``ledger`` backend (the
+    model checked the template's placeholders and that ``command`` has one)."""
+    if params.quota_backend == "ledger" or params.quota_command is None:
         return None
-    if backend != "command":
-        raise _invalid(f"param quota_backend must be 'ledger' or 'command', got {backend!r}")
-    template = params.get("quota_command")
-    if (
-        not isinstance(template, list)
-        or not template
-        or not all(isinstance(p, str) for p in template)
-    ):
-        raise _invalid("quota_backend 'command' needs quota_command: a list of argv strings")
-    for part in template:
-        try:
-            fields = [name for _, name, _, _ in string.Formatter().parse(part)]
-        except ValueError as err:  # a lone '{' or '}'; write '{{' for a literal brace
-            raise _invalid(f"quota_command part {part!r} is not a template: {err}") from None
-        for field_name in fields:
-            if field_name is not None and field_name not in FIELDS:
-                raise _invalid(
-                    f"quota_command placeholder {{{field_name}}} is unknown; "
-                    f"use {', '.join('{' + f + '}' for f in FIELDS)}"
-                )
-    timeout = params.get("quota_timeout", 60)
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-        raise _invalid("param quota_timeout must be a positive number of seconds")
-    return QuotaCommand(template, float(timeout))
+    return QuotaCommand(params.quota_command, float(params.quota_timeout))

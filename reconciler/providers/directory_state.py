@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reconciler.providers.sqlite_store import Store
+from reconciler.sqlite import Database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS volumes (name TEXT PRIMARY KEY, path TEXT NOT NULL, retention INTEGER);
@@ -70,7 +70,7 @@ class Aside:
 
 class DirectoryState:
     def __init__(self, path: Path) -> None:
-        self._store = Store(path, _SCHEMA)
+        self._store = Database(path, _SCHEMA)
 
     def volumes(self) -> dict[str, Volume]:
         with self._store.read() as db:

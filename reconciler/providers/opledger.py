@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from reconciler.protocol import ErrorCode, ProviderError
-from reconciler.providers.sqlite_store import Store
+from reconciler.protocol import ErrorCode, ProviderError, Reply
+from reconciler.sqlite import Database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -31,62 +32,76 @@ CREATE TABLE IF NOT EXISTS owners (id TEXT PRIMARY KEY, owner TEXT NOT NULL);
 """
 
 
-def stale_epoch(epoch: int, highest: int) -> ProviderError:
-    """The refusal of a request from a superseded applier or proxy (shared with the map)."""
-    return ProviderError(
-        ErrorCode.ABORTED,
-        f"stale epoch {epoch}: epoch {highest} has already been seen "
-        "(another applier or proxy took over)",
-    )
+def fence(epoch: int, highest: int) -> bool:
+    """Whether ``epoch`` is new and must be remembered (shared with the controller map).
+
+    An epoch below the highest seen comes from a superseded applier or proxy: ABORTED.
+    """
+    if epoch < highest:
+        raise ProviderError(
+            ErrorCode.ABORTED,
+            f"stale epoch {epoch}: epoch {highest} has already been seen "
+            "(another applier or proxy took over)",
+        )
+    return epoch > highest
 
 
-def reused_op_id(op_id: str) -> ProviderError:
-    """An op_id sent again with a different request: answering the old reply would lie."""
-    return ProviderError(
-        ErrorCode.INVALID_ARGUMENT, f"op_id {op_id} was already used for a different request"
-    )
+def recorded(op_id: str, row: tuple[str, str] | None, fingerprint: str) -> str | None:
+    """The reply of ``op_id`` from its ``(fingerprint, reply)`` row, or None if never applied.
+
+    An op_id sent again with a different request is refused: answering the old reply
+    would lie (shared with the controller map).
+    """
+    if row is None:
+        return None
+    if row[0] != fingerprint:
+        raise ProviderError(
+            ErrorCode.INVALID_ARGUMENT, f"op_id {op_id} was already used for a different request"
+        )
+    return row[1]
 
 
 class OpLedger:
+    """The built-ins' ``Book`` (reconciler.providers.base): each method is its own transaction."""
+
     def __init__(self, path: Path) -> None:
-        self._store = Store(path, _SCHEMA)
+        self._store = Database(path, _SCHEMA)
 
     def check_epoch(self, epoch: int) -> None:
         """Refuse a request fenced off by a newer epoch; remember a newer one."""
         with self._store.write() as db:
             row = db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()
-            highest = int(row[0]) if row else 0
-            if epoch < highest:
-                raise stale_epoch(epoch, highest)
-            if epoch > highest:
+            if fence(epoch, int(row[0]) if row else 0):
                 db.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('epoch', ?)", (str(epoch),)
                 )
 
-    def replay(self, op_id: str, fingerprint: str = "") -> dict[str, Any] | None:
-        """The recorded reply of ``op_id``, or None if it was never applied.
+    def replay(self, op_id: str, fingerprint: str) -> dict[str, Any] | None:
+        """The recorded result of ``op_id``, or None if it was never applied.
 
-        With a ``fingerprint`` (a digest of verb and params), reusing an op_id for a
-        different request is refused instead of silently answered with the old reply.
+        Reusing an op_id for a different request (another fingerprint) is refused
+        instead of silently answered with the old reply.
         """
         with self._store.read() as db:
             row = db.execute(
                 "SELECT fingerprint, reply FROM ops WHERE op_id = ?", (op_id,)
             ).fetchone()
-        if row is None:
-            return None
-        if fingerprint and row[0] and row[0] != fingerprint:
-            raise reused_op_id(op_id)
-        reply: dict[str, Any] = orjson.loads(row[1])
-        return reply
+        reply = recorded(op_id, row, fingerprint)
+        return None if reply is None else dict(Reply.from_json(orjson.loads(reply)).result)
 
-    def record(self, op_id: str, reply_json: Mapping[str, Any], fingerprint: str = "") -> None:
+    def record(self, op_id: str, fingerprint: str, result: Mapping[str, Any]) -> None:
+        """Keep the reply of an applied op (as the whole reply, the ledger's format)."""
+        reply = orjson.dumps(Reply.success(result).to_json()).decode()
         with self._store.write() as db:
             db.execute(
                 "INSERT OR IGNORE INTO ops (op_id, fingerprint, reply, recorded_at) "
                 "VALUES (?, ?, ?, ?)",
-                (op_id, fingerprint, orjson.dumps(dict(reply_json)).decode(), time.time()),
+                (op_id, fingerprint, reply, time.time()),
             )
+
+    def savepoint(self) -> AbstractContextManager[None]:
+        """Nothing to undo: each step above commits alone, and a failed change made none."""
+        return nullcontext()
 
     def observe(self, snapshot_digest: str) -> int:
         """The generation of a snapshot: unchanged if it equals the last one, else one more."""

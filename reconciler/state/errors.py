@@ -12,12 +12,42 @@ from datetime import datetime
 from compiler.problems import Problem, UserError
 from reconciler.state.store import Lock
 
+# the codes, as in reconciler/apply/codes.py: named once, documented in docs/errors.md
+BAD_URL = "XCE800"
+CANNOT_OPEN = "XCE801"
+STORE_FAILED = "XCE802"
+SCHEMA_TOO_NEW = "XCE803"
+MIGRATION_FAILED = "XCE804"
+NOT_A_STORE = "XCE805"
+LOCK_HELD = "XCE806"
+LOCK_LOST = "XCE807"
+EPOCH_MOVED = "XCE808"
+
+HINTS = {
+    BAD_URL: "give a file path, sqlite:///abs/path, or postgresql://user@host:port/db",
+    CANNOT_OPEN: "check the path or URL, that the server is up and reachable, and the "
+    "credentials (keep passwords in PGPASSWORD or a pgpass file, not in the URL)",
+    STORE_FAILED: "the database is unreachable, locked for too long, read-only or out of "
+    "space; fix it and run again (finished operations are journaled and will be skipped)",
+    SCHEMA_TOO_NEW: "a newer xce-gitops has migrated this store; upgrade xce-gitops on this "
+    "runner (never point an older one at a newer store)",
+    MIGRATION_FAILED: "the migration was rolled back; if the database holds other tables with "
+    "the same names, use a dedicated database or schema",
+    NOT_A_STORE: "point --state / XCE_STATE_URL at an xce-gitops state database, or at a new "
+    "file",
+    LOCK_LOST: "the lease expired or was released by force; stop changing things and start "
+    "a new run, which takes the lock again",
+    EPOCH_MOVED: "another runner took over while this one was cut off; stop here, let that "
+    "runner finish, then run again if anything is left",
+}
+
 
 class StateError(UserError):
     """A state-store problem the user must act on (connectivity, schema, locks)."""
 
-    def __init__(self, code: str, message: str, hint: str, subject: str) -> None:
-        super().__init__([Problem(code, message, hint, subject=subject)])
+    def __init__(self, code: str, message: str, subject: str, hint: str | None = None) -> None:
+        super().__init__([Problem(code, message, HINTS[code] if hint is None else hint,
+                                  subject=subject)])
         self.code = code
 
 
@@ -29,13 +59,13 @@ class LockHeld(StateError):
         job = f", CI job {lock.job_id}" if lock.job_id else ""
         waited_text = f"; gave up after waiting {waited:g} s" if waited > 0 else ""
         super().__init__(
-            "XCE806",
+            LOCK_HELD,
             f"lock {lock.name!r} is held by {lock.holder} (host {lock.host}{job}) since "
             f"{_when(lock.acquired)}, lease until {_when(lock.expires)}{waited_text}",
+            label,
             "another apply is running: retry when it is done, or let this run wait for the "
             "lock; if that runner is gone, wait for its lease to expire or run "
             f"`xce-lock release {lock.name}`",
-            label,
         )
 
 
@@ -50,13 +80,7 @@ class LockLost(StateError):
             now = f"its lease ran out at {_when(current.expires)}"
         else:
             now = f"it is now held by {current.holder} (host {current.host})"
-        super().__init__(
-            "XCE807",
-            f"lock {name!r} is no longer held by {holder}; {now}",
-            "the lease expired or was released by force; stop changing things and start "
-            "a new run, which takes the lock again",
-            label,
-        )
+        super().__init__(LOCK_LOST, f"lock {name!r} is no longer held by {holder}; {now}", label)
 
 
 def _when(at: datetime) -> str:
@@ -64,70 +88,42 @@ def _when(at: datetime) -> str:
 
 
 def bad_url(text: str, why: str) -> StateError:
-    return StateError(
-        "XCE800",
-        f"not understood as a state store: {why}",
-        "give a file path, sqlite:///abs/path, or postgresql://user@host:port/db",
-        text,
-    )
+    return StateError(BAD_URL, f"not understood as a state store: {why}", text)
 
 
 def cannot_open(label: str, why: str) -> StateError:
-    return StateError(
-        "XCE801",
-        f"cannot open the state store: {why}",
-        "check the path or URL, that the server is up and reachable, and the credentials "
-        "(keep passwords in PGPASSWORD or a pgpass file, not in the URL)",
-        label,
-    )
+    return StateError(CANNOT_OPEN, f"cannot open the state store: {why}", label)
 
 
 def store_failed(label: str, why: str) -> StateError:
-    return StateError(
-        "XCE802",
-        f"the state store failed: {why}",
-        "the database is unreachable, locked for too long, read-only or out of space; "
-        "fix it and run again (finished operations are journaled and will be skipped)",
-        label,
-    )
+    return StateError(STORE_FAILED, f"the state store failed: {why}", label)
 
 
 def schema_too_new(label: str, found: int, supported: int) -> StateError:
     return StateError(
-        "XCE803",
+        SCHEMA_TOO_NEW,
         f"the state store has schema version {found}, newer than this xce-gitops supports "
         f"({supported})",
-        "a newer xce-gitops has migrated this store; upgrade xce-gitops on this runner "
-        "(never point an older one at a newer store)",
         label,
     )
 
 
 def migration_failed(label: str, version: int, why: str) -> StateError:
     return StateError(
-        "XCE804",
+        MIGRATION_FAILED,
         f"migrating the state store to schema version {version} failed: {why}",
-        "the migration was rolled back; if the database holds other tables with the same "
-        "names, use a dedicated database or schema",
         label,
     )
 
 
 def not_a_store(label: str, why: str) -> StateError:
-    return StateError(
-        "XCE805",
-        f"not a state store: {why}",
-        "point --state / XCE_STATE_URL at an xce-gitops state database, or at a new file",
-        label,
-    )
+    return StateError(NOT_A_STORE, f"not a state store: {why}", label)
 
 
 def epoch_moved(label: str, name: str, held: int, now: int) -> StateError:
     return StateError(
-        "XCE808",
+        EPOCH_MOVED,
         f"the fencing epoch {name!r} moved on to {now} while this runner held epoch {held} "
         "(found when its lost connection to the store was opened again)",
-        "another runner took over while this one was cut off; stop here, let that runner "
-        "finish, then run again if anything is left",
         label,
     )

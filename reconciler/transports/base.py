@@ -11,11 +11,11 @@ from typing import Any, Protocol
 
 import orjson
 
+# The binding format's defaults, for the transports' callers.
+from compiler.bindings import DEFAULT_MAX_REPLY_BYTES as DEFAULT_MAX_REPLY_BYTES
+from compiler.bindings import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from compiler.units import format_size
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
-
-DEFAULT_TIMEOUT = 30.0  # seconds one call may take (a binding's ``timeout``)
-DEFAULT_MAX_REPLY_BYTES = 256 * 2**20  # a binding's ``max_reply_bytes``
 
 
 class Transport(Protocol):

@@ -1,7 +1,7 @@
 """A provider's stderr, redacted line by line, into ``<workdir>/providers/<name>/stderr.log``.
 
 External providers may print anything on stderr, a credential they were given included.
-Each complete line goes through ``reconciler.protocol.redact`` before it is written, so
+Each complete line goes through ``compiler.secrets.redact_text`` before it is written, so
 a secret that arrives split across reads is still found; a line longer than
 ``MAX_LINE`` is dropped whole, never cut (a cut could split a secret). The log is created
 0600 (an existing one is made 0600), is never opened through a symbolic link, and moves
@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from reconciler.protocol import ErrorCode, ProviderError, redact, secret_values
+from compiler.secrets import redact_text, secret_values
+from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.transports.base import named_error
 
 MAX_LINE = 1 << 20  # bytes of one line; a longer one is dropped
@@ -102,7 +103,7 @@ class StderrLog:
         return thread
 
     def _line(self, raw: bytes) -> None:
-        text = redact(raw.decode("utf-8", "backslashreplace").rstrip("\r"), self._values)
+        text = redact_text(raw.decode("utf-8", "backslashreplace").rstrip("\r"), self._values)
         if text.strip():
             self.last_line = text.strip()
         self._write(text)

@@ -8,7 +8,7 @@ from compiler.supply_map import Entry
 from reconciler.apply import FreshPlan, Status
 from reconciler.apply.ops import op_id, plan_digest, request_for
 from reconciler.plan.file import load_plan
-from reconciler.plan.model import Action
+from reconciler.plan.model import Action, Verb
 from tests.apply.conftest import OWNER, Site, volume, volume_site
 
 
@@ -36,7 +36,7 @@ def test_plan_verbs_become_protocol_requests() -> None:
     for verb, (wire, params) in cases.items():
         before = None if verb in ("create", "stage") else live
         after = None if verb in ("delete", "release") else live
-        action = Action(f"{verb}:volume/v1", verb, "volume/v1", "volume", "slow", "t",
+        action = Action(f"{verb}:volume/v1", Verb(verb), "volume/v1", "volume", "slow", "t",
                         before=before, after=after)
         request = request_for(action, "op-1", 7, OWNER)
         assert (request.verb, dict(request.params)) == (wire, params), verb
@@ -61,6 +61,6 @@ def test_create_then_release_through_the_built_in_controller_map(site: Site) -> 
     site.write([group, _host("cn1")], providers=controller)  # cn2 leaves; it never joined
     released = site.apply(FreshPlan(force=True), allow_destroy=True)
     (outcome,) = released.outcomes
-    assert (outcome.action.action, outcome.action.entry, outcome.status) == (
+    assert (outcome.action.verb, outcome.action.entry, outcome.status) == (
         "release", "host/cn2", Status.DONE)
     assert site.plan().actions == ()

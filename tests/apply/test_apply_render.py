@@ -12,11 +12,11 @@ from compiler.problems import Severity
 from compiler.textstyle import Style
 from reconciler.apply import ApplyReport, Outcome, Status, codes, render
 from reconciler.apply.progress import Bar, PlainLines, sink_for
-from reconciler.plan.model import Action
+from reconciler.plan.model import Action, Verb
 
 
 def _action(verb: str, entry: str, provider: str = "shared-fs") -> Action:
-    return Action(f"{verb}:{entry}", verb, entry, entry.split("/")[0], provider, "test")
+    return Action(f"{verb}:{entry}", Verb(verb), entry, entry.split("/")[0], provider, "test")
 
 
 def _report() -> ApplyReport:

@@ -9,15 +9,9 @@ from pathlib import Path
 import git
 import pytest
 from syrupy.assertion import SnapshotAssertion
-from syrupy.extensions.json import JSONSnapshotExtension
 
 import compiler.compile as compile_mod
 from compiler.cli import main
-
-
-@pytest.fixture
-def snapshot_json(snapshot: SnapshotAssertion) -> SnapshotAssertion:
-    return snapshot.use_extension(JSONSnapshotExtension)
 
 
 def _compile(site: Path, out: Path) -> dict[str, bytes]:

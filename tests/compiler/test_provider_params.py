@@ -17,6 +17,7 @@ from typing import Any, get_args
 
 import pytest
 
+from compiler.bindings import Bindings
 from compiler.cli import main
 from compiler.compile import compile_site, located
 from compiler.model.provider_params import (
@@ -28,10 +29,9 @@ from compiler.model.provider_params import (
 )
 from compiler.model.providers import Provider
 from compiler.problems import Problems
-from reconciler import pipeline
-from reconciler.protocol import Request
+from reconciler.protocol import ErrorCode, ProviderError, Request
 from reconciler.providers import registry
-from reconciler.providers.controller_map import ControllerMapProvider, map_path
+from reconciler.providers.controller_map.provider import ControllerMapProvider
 from reconciler.providers.dataset_copy import DatasetCopyProvider
 from reconciler.providers.directory import DirectoryProvider
 
@@ -132,8 +132,10 @@ def test_what_compiles_starts_the_real_provider(kind: str, tmp_path: Path) -> No
         transport.close()
 
 
-def _started(kind: str, params: dict[str, Any], workdir: Path) -> dict[str, Any]:
-    """What a provider made of its params, workdir-relative."""
+def _started(kind: str, written: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    """What a provider made of its params (read by the model, as the registry reads them),
+    workdir-relative."""
+    params: Any = BUILTIN_PARAMS[kind].model_validate(written)
     if kind == "directory":
         d = DirectoryProvider("x", params, workdir)
         seen = {"base": d.base.relative_to(workdir), "volumes": d.configured,
@@ -145,8 +147,7 @@ def _started(kind: str, params: dict[str, Any], workdir: Path) -> dict[str, Any]
                 "sources": c.source_base.relative_to(workdir), "location": c.location}
         c.close()
     else:
-        seen = {"map": map_path("x", ControllerMapProvider("x", params, workdir).params, workdir)
-                .relative_to(workdir)}
+        seen = {"map": ControllerMapProvider("x", params, workdir).map_file.relative_to(workdir)}
     return seen
 
 
@@ -164,15 +165,66 @@ def test_the_models_defaults_are_the_providers_defaults(kind: str, tmp_path: Pat
 
 
 def test_the_kinds_are_listed_once() -> None:
-    """The compiler's list is the one; the reconciler's registry must agree with it (until
-    it imports it), and so must the pipeline's site-relative params."""
+    """The compiler's list is the one; the language, the params models and the registry's
+    implementations follow it."""
     assert set(BUILTIN_PARAMS) == set(BUILTIN_KINDS)
     assert (*BUILTIN_KINDS, *EXTERNAL_KINDS) == PROVIDER_KINDS
     assert get_args(Provider.model_fields["kind"].annotation) == PROVIDER_KINDS
     assert tuple(registry.BUILTINS) == BUILTIN_KINDS
-    assert tuple(registry.EXTERNAL) == EXTERNAL_KINDS
-    relative = {kind: site_relative_fields(m) for kind, m in BUILTIN_PARAMS.items()}
-    assert {k: v for k, v in relative.items() if v} == pipeline.SITE_RELATIVE_PARAMS
+
+
+@pytest.mark.parametrize("kind", BUILTIN_KINDS)
+def test_every_builtin_kind_rejects_an_unknown_param_at_its_position(
+    kind: str, tmp_path: Path
+) -> None:
+    """Over the one list of kinds, so a new kind is covered: an unknown param is XCE101 at
+    its line and column (whatever else its kind requires), and the reconciler refuses it
+    too in a hand-edited bindings.json, naming the provider and the param."""
+    site = _site(tmp_path, kind, {"no_such_param": 1})
+    problems = Problems()
+    _, files = compile_site(site, problems)
+    unknown = [(p.line, p.column, p.message) for p in located(problems, files)
+               if p.code == "XCE101"]
+    assert unknown == [(6, 7, "unknown key 'no_such_param'")], unknown
+    binding = {"kind": kind, "params": {**REQUIRED[kind], "no_such_param": 1}}
+    with pytest.raises(ProviderError) as err:
+        registry.open_provider("x", binding, tmp_path / "work")
+    assert err.value.code is ErrorCode.INVALID_ARGUMENT
+    assert err.value.message.startswith("provider 'x' param no_such_param: "), err.value.message
+    assert not (tmp_path / "work").exists()  # refused before the provider made any state
+
+
+@pytest.mark.parametrize(
+    ("kind", "param"),
+    [(k, f) for k, m in BUILTIN_PARAMS.items() for f in site_relative_fields(m)],
+)
+def test_site_relative_params_resolve_against_the_site(
+    kind: str, param: str, tmp_path: Path
+) -> None:
+    """Each param marked SiteRelative, whatever its kind: a relative one is under the site
+    folder, an absolute one stays; one not marked stays relative (to the workdir)."""
+    site = tmp_path / "site"
+    for value, expected in (("data", str((site / "data").resolve())), ("/abs", "/abs")):
+        doc = {"providers": {"x": {"kind": kind, "params": {**EVERY[kind], param: value}}}}
+        at_site = Bindings.from_json(doc, site).binding("x").params.model_dump()
+        as_written = Bindings.from_json(doc).binding("x").params.model_dump()
+        assert at_site.pop(param) == expected and as_written.pop(param) == value
+        assert at_site == as_written  # cache_root and the like stay relative to the workdir
+
+
+@pytest.mark.parametrize("kind", BUILTIN_KINDS)
+def test_the_reader_reads_what_the_writer_wrote(kind: str, tmp_path: Path) -> None:
+    """bindings.json is one format: each compiled binding read back and written again is
+    the same document, and its params are the kind's model."""
+    site = _site(tmp_path, kind, EVERY[kind])
+    (site / "data").mkdir()
+    assert main([str(site), "--out", str(tmp_path / "build")]) == 0
+    doc = json.loads((tmp_path / "build" / "bindings.json").read_text())
+    bindings = Bindings.from_json(doc)
+    for name in bindings.names:
+        binding = bindings.binding(name)
+        assert binding.to_json() == doc["providers"][name]
+    assert isinstance(bindings.binding("x").params, BUILTIN_PARAMS[kind])
 
 
 def test_external_params_stay_as_written(tmp_path: Path) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from reconciler.protocol import ErrorCode, Reply, Request
+from reconciler.protocol import ErrorCode, Reply
 from reconciler.providers.controller_map.provider import ControllerMapProvider
+from tests import helpers
+from tests.helpers import succeeded
 
 OWNER = "site/hpc-east"
 OTHER = "site/hpc-west"
@@ -38,13 +40,12 @@ def call(
 ) -> Reply:
     """One request; every call gets a fresh op_id unless the test names one."""
     op = op_id if op_id is not None else f"op-{next(_ops)}"
-    return provider.handle(Request(verb, op, epoch, owner, params))
+    return helpers.call(provider, verb, op_id=op, epoch=epoch, owner=owner, params=params)
 
 
 def ok(provider: ControllerMapProvider, verb: str, **kw: Any) -> dict[str, Any]:
-    reply = call(provider, verb, **kw)
-    assert reply.ok, reply.to_json()
-    return dict(reply.result)
+    """``call`` with these defaults, through the shared ``succeeded``."""
+    return succeeded(call(provider, verb, **kw))
 
 
 def refused(provider: ControllerMapProvider, verb: str, **kw: Any) -> ErrorCode:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from compiler.model.provider_params import ControllerMapParams
 from reconciler.providers.controller_map.provider import ControllerMapProvider
 from tests.controller_map.cmap import Clock
 
@@ -18,6 +19,6 @@ def clock() -> Clock:
 
 @pytest.fixture
 def provider(tmp_path: Path, clock: Clock) -> Iterator[ControllerMapProvider]:
-    p = ControllerMapProvider("controller", {}, tmp_path, now=clock)
+    p = ControllerMapProvider("controller", ControllerMapParams(), tmp_path, now=clock)
     yield p
     p.close()

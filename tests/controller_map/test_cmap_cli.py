@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
+from compiler.model.provider_params import ControllerMapParams
 from compiler.supply_map import SupplyMap
 from reconciler.cli.map import main
 from reconciler.providers.controller_map.provider import ControllerMapProvider
@@ -33,7 +34,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 @pytest.fixture
 def planned(tmp_path: Path) -> ControllerMapProvider:
     """A map with two hosts the plan created (expected), as the applier would leave it."""
-    p = ControllerMapProvider("controller", {}, tmp_path, now=Clock())
+    p = ControllerMapProvider("controller", ControllerMapParams(), tmp_path, now=Clock())
     ok(p, "create", entry=host("cn01"))
     ok(p, "create", entry=host("cn02"))
     return p

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from compiler.model.provider_params import ControllerMapParams
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.controller_map.lifecycle import Event
 from reconciler.providers.controller_map.provider import ControllerMapProvider
@@ -33,7 +34,7 @@ def report(provider: ControllerMapProvider, event: Event, *names: str, at: float
 
 
 def test_info_names_the_kinds_without_touching_the_disk(tmp_path: Path) -> None:
-    p = ControllerMapProvider("ctl", {}, tmp_path)
+    p = ControllerMapProvider("ctl", ControllerMapParams(), tmp_path)
     info = ok(p, "info")
     assert info["name"] == "ctl"
     assert set(info["capabilities"]) == {
@@ -43,9 +44,9 @@ def test_info_names_the_kinds_without_touching_the_disk(tmp_path: Path) -> None:
 
 
 def test_map_file_defaults_under_the_workdir_and_follows_params_path(tmp_path: Path) -> None:
-    ok(ControllerMapProvider("ctl", {}, tmp_path), "probe")
+    ok(ControllerMapProvider("ctl", ControllerMapParams(), tmp_path), "probe")
     assert (tmp_path / "providers" / "ctl" / "map.sqlite").is_file()
-    p = ControllerMapProvider("ctl", {"path": "maps/site.sqlite"}, tmp_path)
+    p = ControllerMapProvider("ctl", ControllerMapParams(path="maps/site.sqlite"), tmp_path)
     assert ok(p, "probe")["ready"] is True
     assert (tmp_path / "maps" / "site.sqlite").is_file()
     mode = sqlite3.connect(tmp_path / "maps" / "site.sqlite").execute("PRAGMA journal_mode")
@@ -159,10 +160,10 @@ def test_a_newer_epoch_is_remembered_even_when_its_change_fails(
 
 
 def test_epoch_survives_a_restart(tmp_path: Path) -> None:
-    first = ControllerMapProvider("ctl", {}, tmp_path)
+    first = ControllerMapProvider("ctl", ControllerMapParams(), tmp_path)
     ok(first, "create", epoch=7, entry=counter("gpu", "host/g1", 4) | {"provider": "ctl"})
     first.close()
-    second = ControllerMapProvider("ctl", {}, tmp_path)
+    second = ControllerMapProvider("ctl", ControllerMapParams(), tmp_path)
     entry = counter("gpu", "host/g2", 4) | {"provider": "ctl"}
     assert refused(second, "create", epoch=6, entry=entry) is ErrorCode.ABORTED
     assert generation(second) == 1
@@ -345,8 +346,8 @@ def test_generation_grows_with_every_change_only(provider: ControllerMapProvider
 
 
 def test_two_providers_on_one_file_share_generation(tmp_path: Path) -> None:
-    a = ControllerMapProvider("controller", {}, tmp_path)
-    b = ControllerMapProvider("controller", {}, tmp_path)
+    a = ControllerMapProvider("controller", ControllerMapParams(), tmp_path)
+    b = ControllerMapProvider("controller", ControllerMapParams(), tmp_path)
     ok(a, "create", entry=host("cn1"))
     ok(b, "create", entry=host("cn2"))
     assert refused(a, "create", entry=host("cn2")) is ErrorCode.ALREADY_EXISTS
@@ -372,7 +373,7 @@ def test_capacity_sums_storage_pools_and_pool_quotas(provider: ControllerMapProv
 
 def test_a_file_that_is_not_a_map_is_reported_not_raised(tmp_path: Path) -> None:
     (tmp_path / "junk.sqlite").write_bytes(b"not a database at all, honestly" * 100)
-    p = ControllerMapProvider("ctl", {"path": "junk.sqlite"}, tmp_path)
+    p = ControllerMapProvider("ctl", ControllerMapParams(path="junk.sqlite"), tmp_path)
     assert ok(p, "probe")["ready"] is False
     reply = call(p, "inventory")
     assert reply.error is not None
@@ -400,8 +401,8 @@ def test_unknown_verb_is_invalid(provider: ControllerMapProvider) -> None:
 
 def test_parallel_writers_lose_nothing(tmp_path: Path) -> None:
     """Threads on one provider and a second provider on the same file: every change counts."""
-    shared = ControllerMapProvider("controller", {}, tmp_path)
-    second = ControllerMapProvider("controller", {}, tmp_path)
+    shared = ControllerMapProvider("controller", ControllerMapParams(), tmp_path)
+    second = ControllerMapProvider("controller", ControllerMapParams(), tmp_path)
 
     def create_many(p: ControllerMapProvider, start: int) -> None:
         for i in range(start, start + 50):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from compiler.model.provider_params import ControllerMapParams
 from compiler.supply_map import Entry
 from reconciler.providers.controller_map.lifecycle import Event
 from reconciler.providers.controller_map.provider import ControllerMapProvider
@@ -17,7 +18,7 @@ HOSTS = 100_000  # plus one counter each: 200,000 entries
 
 
 def test_inventory_of_200k_entries(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    p = ControllerMapProvider("controller", {}, tmp_path)
+    p = ControllerMapProvider("controller", ControllerMapParams(), tmp_path)
     names = [f"cn{i:06d}" for i in range(HOSTS)]
     started = time.perf_counter()
     with p.store.change() as tx:  # seeding as a bulk load would; the map's own write path

@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 from compiler.supply_map import Entry
+from reconciler.apply import ops
 from reconciler.pipeline import Desired, compile_desired, gather, plan_for
 from reconciler.plan.model import Action, Plan
 from reconciler.protocol import Request
@@ -19,23 +20,10 @@ from reconciler.providers.registry import open_provider
 from reconciler.transports import Transport
 from tests.e2e.workspace import Workspace
 
-# Plan verbs on the wire (docs/architecture.md, "Provider protocol").
-WIRE_VERB = {
-    "create": "create", "stage": "create",
-    "update": "update", "admit": "update", "drain": "update",
-    "delete": "delete", "evict": "delete", "release": "delete", "reject": "delete",
-}
-
 
 def request_for(action: Action, epoch: int, owner: str) -> Request:
-    verb = WIRE_VERB[action.action]
-    params: dict[str, Any] = {} if verb == "create" else {"id": action.entry}
-    entry = action.before if verb == "delete" else (action.after or action.before)
-    if entry is not None:
-        params["entry"] = dict(entry)
-    if action.action != verb:
-        params["action"] = action.action
-    return Request(verb=verb, op_id=uuid.uuid4().hex, epoch=epoch, owner=owner, params=params)
+    """The applier's own request, under a fresh op_id and without the destroy permission."""
+    return ops.request_for(action, uuid.uuid4().hex, epoch, owner)
 
 
 def current_plan(ws: Workspace) -> tuple[Desired, Plan]:
@@ -57,7 +45,7 @@ def apply_plan(ws: Workspace) -> Plan:
         for action in plan.actions:
             name = action.provider or ""
             if name not in transports:
-                transports[name] = open_provider(name, desired.bindings["providers"][name],
+                transports[name] = open_provider(name, desired.bindings.binding(name),
                                                  ws.workdir)
             reply = transports[name].call(request_for(action, ws.epoch, desired.supply.owner))
             if not reply.ok:
@@ -73,7 +61,7 @@ def apply_plan(ws: Workspace) -> Plan:
 def create_as(ws: Workspace, provider: str, owner: str, entry: dict[str, Any]) -> Entry:
     """Create one entry at a provider under another owner tag (someone else's resource)."""
     desired = compile_desired(ws.site)
-    transport = open_provider(provider, desired.bindings["providers"][provider], ws.workdir)
+    transport = open_provider(provider, desired.bindings.binding(provider), ws.workdir)
     try:
         reply = transport.call(Request(verb="create", op_id=uuid.uuid4().hex, epoch=ws.epoch,
                                        owner=owner, params={"entry": entry}))

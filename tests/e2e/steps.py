@@ -76,8 +76,8 @@ def remove_tree(ws: Workspace, arg: Any) -> None:
 
 
 def wipe_map(ws: Workspace, arg: Any) -> None:
-    binding = compile_desired(ws.site).bindings["providers"][arg]
-    db = sqlite3.connect(map_path(arg, binding.get("params") or {}, ws.workdir))
+    binding = compile_desired(ws.site).bindings.binding(arg)
+    db = sqlite3.connect(map_path(arg, binding.params, ws.workdir))
     try:
         with db:
             db.execute("DELETE FROM entries")
@@ -88,8 +88,8 @@ def wipe_map(ws: Workspace, arg: Any) -> None:
 
 def corrupt_map(ws: Workspace, arg: Any) -> None:
     """Overwrite the first 16 bytes of a controller map (its SQLite header): a disk fault."""
-    binding = compile_desired(ws.site).bindings["providers"][arg]
-    with map_path(arg, binding.get("params") or {}, ws.workdir).open("r+b") as fh:
+    binding = compile_desired(ws.site).bindings.binding(arg)
+    with map_path(arg, binding.params, ws.workdir).open("r+b") as fh:
         fh.write(b"\0" * 16)
 
 
@@ -98,7 +98,7 @@ def foreign_entry(ws: Workspace, arg: Any) -> None:
 
 
 def stop_provider(ws: Workspace, arg: Any) -> None:
-    command = compile_desired(ws.site).bindings["providers"][arg]["command"]
+    command = list(compile_desired(ws.site).bindings.binding(arg).command or ())
     assert os.path.basename(command[0]) == "xce-sim-provider", "only the simulator can stop"
     ws.env["XCE_SIM_FAIL"] = "inventory"
 

@@ -23,7 +23,7 @@ from reconciler.dataset_versions import (
     explain_corrections,
     size_text,
 )
-from reconciler.plan.model import Action, Plan
+from reconciler.plan.model import Action, Plan, Verb
 
 OWNER = "site/t"
 OLD = "sha256:" + "a" * 64
@@ -182,7 +182,7 @@ def test_enforce_raises_every_refusal_at_once() -> None:
 
 def _action(verb: str, entry: str, before: bool = True) -> Action:
     kind = entry.partition("/")[0]
-    return Action(f"{verb}:{entry}", verb, entry, kind, "p", "why",
+    return Action(f"{verb}:{entry}", Verb(verb), entry, kind, "p", "why",
                   before={"id": entry} if before else None)
 
 

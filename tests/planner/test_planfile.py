@@ -104,6 +104,19 @@ def test_malformed_body_with_valid_digest(tmp_path: Path) -> None:
     assert _code(path) == "XCE764"
 
 
+def test_an_unknown_verb_is_refused_when_the_file_is_read(tmp_path: Path) -> None:
+    """The verb table decides at load time; before, such a plan failed only at apply."""
+    plan, _ = plan_scenario("volumes_quotas")
+    doc = plan.to_json()
+    assert {a["action"] for a in doc["actions"]} <= {"create", "update"}  # the JSON field
+    doc["actions"][0]["action"] = "explode"
+    body = {"destroy": False, "plan": doc}
+    path = tmp_path / "p.json"
+    path.write_bytes(dumps({"format": "xce-plan", "version": 1, "digest": digest_of(body),
+                            "body": body}))
+    assert _code(path) == "XCE764"
+
+
 def test_unwritable_target(tmp_path: Path) -> None:
     plan, _ = plan_scenario("datasets")
     blocker = tmp_path / "file"

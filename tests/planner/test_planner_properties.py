@@ -112,7 +112,7 @@ def test_invalid_settings_are_a_clear_problem(settings: dict[str, Any], subject:
 def test_settings_owner_falls_back_to_the_maps_owner() -> None:
     e = _counter(1, 1)
     plan = make_plan(SupplyMap({}, owner=OWNER), SupplyMap({e.id: e}), now=0)
-    assert [(a.action, a.entry) for a in plan.actions] == [("delete", e.id)]
+    assert [(a.verb, a.entry) for a in plan.actions] == [("delete", e.id)]
 
 
 def test_desired_digest_is_the_maps_content_digest_unless_given() -> None:

@@ -9,10 +9,17 @@ import orjson
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from compiler.problems import Problem
+from compiler.formats import Formats
+from compiler.policy.review_render import FORMATS as REVIEW_FORMATS
+from compiler.problem_render import FORMATS as PROBLEM_FORMATS
+from compiler.problems import Problem, UserError
 from compiler.textstyle import Style
-from reconciler.plan.model import Action, FieldChange, Plan, summarize
-from reconciler.plan.render import render_json, render_markdown, render_plan, render_text
+from reconciler.apply.render import FORMATS as APPLY_FORMATS
+from reconciler.plan.model import Action, FieldChange, Plan, Verb, summarize
+from reconciler.plan.redact import redacted
+from reconciler.plan.render import FORMATS as PLAN_FORMATS
+from reconciler.plan.render import render as render_plan
+from reconciler.plan.render import render_json, render_markdown, render_text
 from tests.planner.scenario_io import plan_scenario
 
 SNAPSHOT_SCENARIOS = ("volumes_quotas", "hosts_removed", "guard_force")
@@ -73,7 +80,7 @@ def _secret_plan() -> Plan:
                               "source": "config", "provider": "fs", "spec": spec}
     after = {**before, "spec": {**before["spec"], "password": "new-literal"}}
     action = Action(
-        id="update:volume/v", action="update", entry="volume/v", kind="volume", provider="fs",
+        id="update:volume/v", verb=Verb.UPDATE, entry="volume/v", kind="volume", provider="fs",
         reason="differs in spec.password", before=before, after=after,
         changes=(FieldChange("spec.password", "hunter2-literal", "new-literal"),
                  FieldChange("spec.auth", {"token": "tok-literal"}, {"token": "file:/run/tok"})),
@@ -83,7 +90,7 @@ def _secret_plan() -> Plan:
 
 @pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
 def test_secrets_are_never_rendered(fmt: str) -> None:
-    out = render_plan(_secret_plan(), fmt)
+    out = render_plan(redacted(_secret_plan()), fmt)
     for literal in ("hunter2-literal", "new-literal", "tok-literal"):
         assert literal not in out
     assert "(sensitive)" in out
@@ -91,16 +98,34 @@ def test_secrets_are_never_rendered(fmt: str) -> None:
 
 
 def test_json_keeps_references_and_paths() -> None:
-    doc = orjson.loads(render_json(_secret_plan()))
+    doc = orjson.loads(render_json(redacted(_secret_plan())))
     action = doc["actions"][0]
     assert action["before"]["spec"]["api_key"] == "env:FS_KEY"
     assert action["before"]["spec"]["path"] == "/v"
     assert action["after"]["spec"]["password"] == "(sensitive)"
 
 
+def test_redacted_masks_the_plan_once_for_every_output() -> None:
+    plan = _secret_plan()
+    shown = redacted(plan)
+    [action] = shown.actions
+    assert action.before is not None and action.after is not None
+    assert action.before["spec"]["password"] == "(sensitive)"
+    assert action.before["spec"]["auth"] == {"token": "(sensitive)"}
+    assert [(c.before, c.after) for c in action.changes] == [
+        ("(sensitive)", "(sensitive)"), ({"token": "(sensitive)"}, {"token": "file:/run/tok"})]
+    assert redacted(shown) == shown  # masking what is masked changes nothing
+    original = plan.actions[0].before
+    assert original is not None and original["spec"]["password"] == "hunter2-literal"
+    # Everything but the values is the plan as made: ids, verbs, order, fingerprints.
+    assert [(a.id, a.verb, a.reason) for a in shown.actions] == [
+        (a.id, a.verb, a.reason) for a in plan.actions]
+    assert replace(shown, actions=plan.actions) == plan
+
+
 def _big_plan(n: int) -> Plan:
     actions = tuple(
-        Action(id=f"update:counter/slots@host/cn{i:06d}", action="update",
+        Action(id=f"update:counter/slots@host/cn{i:06d}", verb=Verb.UPDATE,
                entry=f"counter/slots@host/cn{i:06d}", kind="counter", provider="controller-map",
                reason="amount 64 → 128", changes=(FieldChange("amount", 64, 128),))
         for i in range(n)
@@ -126,8 +151,11 @@ def test_small_markdown_is_not_truncated() -> None:
 
 
 def test_unknown_format_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown plan format"):
+    with pytest.raises(UserError) as err:
         render_plan(_big_plan(1), "yaml")
+    [problem] = err.value.problems
+    assert (problem.code, problem.message) == ("XCE007", "unknown plan format 'yaml'")
+    assert problem.hint == "use one of: text, json, markdown"
 
 
 def test_markdown_caps_a_flood_of_guard_problems() -> None:
@@ -179,3 +207,32 @@ def test_long_live_values_are_shortened_when_displayed(fmt: str) -> None:
     doc = orjson.loads(render_json(plan))  # the JSON (and the plan file) keep every byte
     [update] = [a for a in doc["actions"] if a["action"] == "update"]
     assert update["changes"][0]["after"] == "y" * 2**20
+
+
+def test_each_verb_is_counted_and_marked_by_its_group() -> None:
+    """Drain is a change (the host stays until released) though it removes; admit adds."""
+    actions = tuple(Action(f"{v}:host/h{i}", v, f"host/h{i}", "host", "p", "why")
+                    for i, v in enumerate(Verb))
+    plan = Plan(actions=actions, summary=summarize(actions, {}))
+    assert {k: plan.summary[k] for k in ("add", "change", "destroy")} == {
+        "add": 3, "change": 2, "destroy": 4}
+    assert all(plan.summary[v] == 1 for v in Verb)
+    marks = {line.split()[1]: line.split()[0] for line in render_text(plan).splitlines()
+             if line.startswith("  ")}
+    assert marks == {"create": "+", "stage": "+", "admit": "+", "update": "~", "drain": "~",
+                     "delete": "-", "evict": "-", "release": "-", "reject": "-"}
+    assert [v for v in Verb if v.removes] == ["drain", "delete", "evict", "release", "reject"]
+    assert [v for v in Verb if v.creates] == ["create", "stage"]  # admit claims a live host
+
+
+@pytest.mark.parametrize("formats", [PROBLEM_FORMATS, PLAN_FORMATS, APPLY_FORMATS,
+                                     REVIEW_FORMATS], ids=lambda f: f.what)
+def test_every_output_refuses_an_unknown_format_alike(formats: Formats[Any]) -> None:
+    """Problems, plans, apply reports and reviews share one table type and one refusal."""
+    assert formats.names[0] == "text" and "json" in formats.names
+    with pytest.raises(UserError) as err:
+        formats.render(None, "yaml")
+    [problem] = err.value.problems
+    assert (problem.code, problem.message, problem.hint) == (
+        "XCE007", f"unknown {formats.what} format 'yaml'",
+        f"use one of: {', '.join(formats.names)}")

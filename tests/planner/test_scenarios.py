@@ -21,7 +21,7 @@ def test_scenario(name: str) -> None:
     plan, expected = plan_scenario(name)
     actions = {a.id: a for a in plan.actions}
 
-    assert [[a.action, a.entry] for a in plan.actions] == expected["actions"]
+    assert [[a.verb, a.entry] for a in plan.actions] == expected["actions"]
     for name_ in NOTE_LISTS:
         assert sorted(n.entry for n in getattr(plan, name_)) == expected.get(name_, []), name_
     assert sorted(a.id for a in plan.actions if a.destructive) == sorted(

@@ -21,7 +21,6 @@ from compiler.supply_map import Entry, SupplyMap
 from reconciler.plan.model import Plan
 from reconciler.planner import make_plan
 from reconciler.planner.builder import Builder
-from reconciler.planner.kinds import REMOVAL_VERBS
 from reconciler.planner.make import RULES
 
 OWNER = "site/t"
@@ -122,7 +121,7 @@ def _plan(case: Case, **kw: Mapping[str, str]) -> Plan:
 
 
 def _removals(plan: Plan) -> list[str]:
-    return [a.id for a in plan.actions if a.action in REMOVAL_VERBS]
+    return [a.id for a in plan.actions if a.verb.removes]
 
 
 def _cases() -> Iterator[Any]:

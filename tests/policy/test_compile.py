@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 from syrupy.assertion import SnapshotAssertion
-from syrupy.extensions.json import JSONSnapshotExtension
 
 from compiler.canonical import digest, dumps
 from compiler.policy import compile_policies
@@ -23,11 +22,6 @@ from tests.policy.helpers import (
 )
 
 SITE = FIXTURES / "site"
-
-
-@pytest.fixture
-def snapshot_json(snapshot: SnapshotAssertion) -> SnapshotAssertion:
-    return snapshot.use_extension(JSONSnapshotExtension)
 
 
 def test_policies_allowlists_are_reviewed(snapshot_json: SnapshotAssertion) -> None:

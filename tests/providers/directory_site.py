@@ -11,7 +11,8 @@ from reconciler.protocol import ErrorCode, Reply
 from reconciler.providers.directory import DirectoryProvider
 from reconciler.providers.registry import open_provider
 from reconciler.transports import BuiltinTransport, Transport
-from tests.providers.kit import OWNER, call
+from tests.helpers import call, succeeded
+from tests.providers.kit import OWNER
 
 DAY = 86400
 
@@ -39,9 +40,7 @@ class Site:
         return call(self.t, verb, op_id=f"op{self.ops}", epoch=1, owner=OWNER, params=params)
 
     def put(self, entry_id: str, verb: str = "create", **fields: Any) -> dict[str, Any]:
-        reply = self.request(verb, entry={"id": entry_id, **fields})
-        assert reply.ok, reply.to_json()
-        return dict(reply.result)
+        return succeeded(self.request(verb, entry={"id": entry_id, **fields}))
 
     def refused(self, verb: str, code: ErrorCode, **params: Any) -> str:
         reply = self.request(verb, **params)
@@ -51,10 +50,8 @@ class Site:
 
     def cleanup(self, retention: int = DAY) -> dict[str, Any]:
         """Run the retention clean-up of volume ``shared``; it must succeed."""
-        reply = self.request("update", action="cleanup",
-                             entry={"id": "volume/shared", "spec": {"retention": retention}})
-        assert reply.ok, reply.to_json()
-        return dict(reply.result)
+        entry = {"id": "volume/shared", "spec": {"retention": retention}}
+        return succeeded(self.request("update", action="cleanup", entry=entry))
 
 
 class Clock:

@@ -9,24 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler.protocol import Reply, Request
 from reconciler.providers.dataset_digest import dataset_digest
 from reconciler.providers.registry import open_provider
 from reconciler.transports import Transport
+from tests.helpers import ok
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("notes_provider.py")
 OWNER = "site/test"
-
-
-def call(t: Transport, verb: str, **kw: Any) -> Reply:
-    return t.call(Request(verb=verb, **kw))
-
-
-def ok(t: Transport, verb: str, **kw: Any) -> Mapping[str, Any]:
-    reply = call(t, verb, **kw)
-    assert reply.ok, reply.to_json()
-    return reply.result
 
 
 def inventory(t: Transport) -> dict[str, Mapping[str, Any]]:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from reconciler.live import entry_errors
 from reconciler.protocol import VERBS, ErrorCode
-from tests.providers.kit import OWNER, Subject, call, inventory, ok
+from tests.helpers import call, ok
+from tests.providers.kit import OWNER, Subject, inventory
 
 
 def test_info_names_the_provider_and_its_verbs(subject: Subject) -> None:
@@ -51,6 +54,31 @@ def test_stale_epoch_is_aborted_and_changes_nothing(subject: Subject) -> None:
     assert stale.error.code is ErrorCode.ABORTED and stale.error.retryable is False
     assert subject.sample(2)["id"] not in inventory(t)
     ok(t, "create", op_id="e5b", epoch=5, owner=OWNER, params={"entry": subject.sample(3)})
+
+
+def test_stale_epoch_is_aborted_even_for_an_op_id_already_applied(subject: Subject) -> None:
+    """The epoch is checked before the op_id: a superseded applier learns to stop at once."""
+    t = subject.transport
+    request = {"op_id": "r1", "owner": OWNER, "params": {"entry": subject.sample(1)}}
+    first = ok(t, "create", epoch=3, **request)
+    ok(t, "create", op_id="r2", epoch=4, owner=OWNER, params={"entry": subject.sample(2)})
+    stale = call(t, "create", epoch=3, **request)
+    assert not stale.ok and stale.error is not None
+    assert stale.error.code is ErrorCode.ABORTED
+    assert ok(t, "create", epoch=4, **request) == first  # the newer applier still replays it
+
+
+def test_op_id_reused_by_another_owner_is_refused(subject: Subject) -> None:
+    """The owner is part of the request: replaying one owner's reply to another would lie."""
+    if subject.name == "notes":
+        pytest.skip("the example external provider keeps no fingerprint (docs/providers.md)")
+    t, entry = subject.transport, subject.sample(1)
+    ok(t, "create", op_id="o1", epoch=1, owner=OWNER, params={"entry": entry})
+    other = call(t, "create", op_id="o1", epoch=1, owner="site/other", params={"entry": entry})
+    assert not other.ok and other.error is not None
+    assert other.error.code is ErrorCode.INVALID_ARGUMENT
+    assert "o1" in other.error.message
+    assert inventory(t)[entry["id"]]["owner"] == OWNER
 
 
 def test_unknown_verb_is_invalid_argument(subject: Subject) -> None:

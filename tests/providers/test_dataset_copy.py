@@ -16,7 +16,8 @@ from reconciler.protocol import ErrorCode, Reply
 from reconciler.providers.dataset_digest import DatasetError, dataset_digest
 from reconciler.providers.registry import open_provider
 from reconciler.transports import Transport
-from tests.providers.kit import OWNER, call, inventory, ok
+from tests.helpers import call, ok
+from tests.providers.kit import OWNER, inventory
 
 LOC = "group/gpu"
 

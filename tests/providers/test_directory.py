@@ -18,8 +18,9 @@ import pytest
 
 from reconciler.protocol import ErrorCode
 from reconciler.providers.registry import open_provider
+from tests.helpers import call, ok
 from tests.providers.directory_site import DAY, Site
-from tests.providers.kit import REPO, call, inventory, ok
+from tests.providers.kit import REPO, inventory
 
 
 @pytest.fixture

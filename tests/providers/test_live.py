@@ -13,7 +13,8 @@ from compiler.problem_render import render_text
 from compiler.problems import Severity, UserError
 from reconciler.live import gather_live, load_live_snapshot
 from reconciler.providers.registry import open_provider
-from tests.providers.kit import OWNER, notes_binding, ok
+from tests.helpers import ok
+from tests.providers.kit import OWNER, notes_binding
 
 
 def bindings(tmp_path: Path, providers: dict[str, Any]) -> dict[str, Any]:

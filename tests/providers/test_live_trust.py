@@ -28,7 +28,8 @@ from reconciler.live import (
 from reconciler.plan.file import stale_entries
 from reconciler.planner import make_plan
 from reconciler.state import StateStore, open_store
-from tests.providers.kit import OWNER, notes_binding, ok
+from tests.helpers import ok
+from tests.providers.kit import OWNER, notes_binding
 from tests.state.targets import pg_base_url, with_options
 
 # -- one id, two providers --------------------------------------------------------------

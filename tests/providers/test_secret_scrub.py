@@ -1,5 +1,5 @@
 """A provider that echoes a resolved secret, in its error or on its stderr, never gets it
-printed or written: one redaction (``reconciler.protocol.redact``) for every transport."""
+printed or written: one redaction (``compiler.secrets.redact_text``) for every transport."""
 
 from __future__ import annotations
 
@@ -10,15 +10,8 @@ from pathlib import Path
 import pytest
 
 import reconciler.transports.stderr as stderr_module
-from reconciler.protocol import (
-    ErrorCode,
-    ProviderError,
-    Reply,
-    Request,
-    redact,
-    resolve_secret,
-    secret_values,
-)
+from compiler.secrets import redact_text, secret_values
+from reconciler.protocol import ErrorCode, ProviderError, Reply, Request, resolve_secret
 from reconciler.providers.registry import BUILTINS, open_provider
 from reconciler.transports import Transport
 from reconciler.transports.stderr import StderrLog
@@ -195,6 +188,6 @@ def test_secret_values_cover_the_forms_a_provider_prints(tmp_path: Path,
     monkeypatch.setenv("SHORT_TOKEN", "abc")
     values = secret_values(["env:ODD_TOKEN", "env:SHORT_TOKEN", "env:UNSET_TOKEN_X"])
     assert set(values) == {'p@ss "word"/x', 'p@ss \\"word\\"/x', "p%40ss%20%22word%22%2Fx"}
-    assert redact('{"t": "p@ss \\"word\\"/x"} url=p%40ss%20%22word%22%2Fx', values) == (
+    assert redact_text('{"t": "p@ss \\"word\\"/x"} url=p%40ss%20%22word%22%2Fx', values) == (
         '{"t": "(sensitive)"} url=(sensitive)')
-    assert redact("abc stays: too short to tell from a word", values).startswith("abc")
+    assert redact_text("abc stays: too short to tell from a word", values).startswith("abc")

@@ -13,7 +13,8 @@ import pytest
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
 from reconciler.providers.registry import BUILTINS, open_provider
 from reconciler.transports import BuiltinTransport, JsonLinesTransport
-from tests.providers.kit import call, notes_binding, ok
+from tests.helpers import call, ok
+from tests.providers.kit import notes_binding
 
 
 def alive(pid: int) -> bool:

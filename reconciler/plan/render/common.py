@@ -6,10 +6,9 @@ from collections.abc import Iterable
 
 import orjson
 
-from reconciler.plan.model import ADD_VERBS, CHANGE_VERBS, Action, Note, Plan
-from reconciler.plan.render.redact import redact_path
+from reconciler.plan.model import Action, Group, Note, Plan, Verb
 
-SYMBOL = {**dict.fromkeys(ADD_VERBS, "+"), **dict.fromkeys(CHANGE_VERBS, "~")}
+SYMBOL = {Group.ADD: "+", Group.CHANGE: "~", Group.DESTROY: "-"}
 NOTE_TITLES = {
     "orphans": "Orphans",
     "drift_reported": "Drift reported, not acted on",
@@ -36,8 +35,8 @@ def entries(n: int) -> str:
     return f"{n} entry" if n == 1 else f"{n} entries"
 
 
-def symbol(verb: str) -> str:
-    return SYMBOL.get(verb, "-")
+def symbol(verb: Verb) -> str:
+    return SYMBOL[verb.group]
 
 
 def value(v: object) -> str:
@@ -45,18 +44,14 @@ def value(v: object) -> str:
 
 
 def change_lines(action: Action) -> list[str]:
-    """``path: before → after`` per changed field, secrets redacted."""
-    return [
-        f"{shorten(c.path)}: {value(redact_path(c.path, c.before))} → "
-        f"{value(redact_path(c.path, c.after))}"
-        for c in action.changes
-    ]
+    """``path: before → after`` per changed field."""
+    return [f"{shorten(c.path)}: {value(c.before)} → {value(c.after)}" for c in action.changes]
 
 
 def action_line(action: Action) -> str:
     tag = "  (destructive)" if action.destructive else ""
     provider = f"  [{shorten(action.provider)}]" if action.provider else ""
-    return (f"{action.action:<8} {shorten(action.entry)}{provider}  "
+    return (f"{action.verb:<8} {shorten(action.entry)}{provider}  "
             f"{shorten(action.reason, TEXT_LIMIT)}{tag}")
 
 

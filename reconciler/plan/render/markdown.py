@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from compiler.problem_render import render_markdown as render_problems
-from reconciler.plan.model import VERBS, Note, Plan
+from reconciler.plan.model import Note, Plan, Verb
 from reconciler.plan.render.common import (
     NOTE_TITLES,
     TEXT_LIMIT,
@@ -66,7 +66,7 @@ class _Budget:
 
 def _header(plan: Plan) -> list[str]:
     out = [f"### {summary_line(plan)}", ""]
-    counts = [(v, plan.summary.get(v, 0)) for v in VERBS if plan.summary.get(v, 0)]
+    counts = [(v.value, plan.summary.get(v, 0)) for v in Verb if plan.summary.get(v, 0)]
     reported = [(name, len(getattr(plan, name))) for name in (*NOTE_TITLES, "unknown")]
     rows = counts + [(name.replace("_", "-"), n) for name, n in reported if n]
     if rows:
@@ -86,7 +86,7 @@ def _header(plan: Plan) -> list[str]:
 
 def _action_items(plan: Plan) -> Iterator[list[str]]:
     for a in plan.actions:
-        yield [f"{_DIFF_SYMBOL[symbol(a.action)]} {_code(action_line(a))}",
+        yield [f"{_DIFF_SYMBOL[symbol(a.verb)]} {_code(action_line(a))}",
                *(f"!     {_code(c)}" for c in change_lines(a))]
 
 

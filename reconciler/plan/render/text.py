@@ -30,7 +30,7 @@ def render_text(plan: Plan, style: Style | None = None) -> str:
     if plan.actions:
         out.append(s.bold("xce-plan will perform these actions, in this order:"))
         for a in plan.actions:
-            sym = symbol(a.action)
+            sym = symbol(a.verb)
             out.append(f"  {_paint(s, sym, sym)} {action_line(a)}")
             out.extend(f"      {_paint(s, '~', '~')} {line}" for line in change_lines(a))
         out.append("")

@@ -3,9 +3,10 @@
 For trials, tests and small sites the controller's map of hosts, counters, pools and
 datasets lives in one local file; an adapter for a real controller's API server will
 speak the same protocol later, so the planner and the applier cannot tell them apart.
-Every change checks the op_id (a repeat returns the first reply), the epoch (an older
-one is ABORTED) and the owner tag (co-managed entries are never touched) in the same
-transaction that makes it.
+The protocol is the built-in skeleton's (``reconciler.providers.base``): the epoch (an
+older one is ABORTED), the op_id (a repeat returns the first reply) and, here, the owner
+tag (co-managed entries are never touched) are checked in the same transaction of the map
+file that makes the change.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from compiler.canonical import digest_of
+from compiler.model.provider_params import ControllerMapParams
 from compiler.supply_map import Entry
-from reconciler.protocol import VERBS, ErrorCode, ProviderError, Reply, Request
+from reconciler.protocol import ErrorCode, ProviderError, Request
+from reconciler.providers.base import ProviderSkeleton
 from reconciler.providers.controller_map.entries import (
     HELD_KINDS,
     changed_content,
@@ -41,18 +44,12 @@ from reconciler.providers.controller_map.lifecycle import (
 )
 from reconciler.providers.controller_map.store import MapStore, Txn, decode_docs
 
-VERSION = "1.0"
-_MUTATING = frozenset({"create", "update", "delete"})
 
-
-def map_path(name: str, params: Mapping[str, Any], workdir: Path) -> Path:
+def map_path(name: str, params: ControllerMapParams, workdir: Path) -> Path:
     """``params.path`` (relative to the workdir) or ``<workdir>/providers/<name>/map.sqlite``."""
-    path = params.get("path")
-    if path is None:
+    if params.path is None:
         return workdir / "providers" / name / "map.sqlite"
-    if not isinstance(path, str) or not path:
-        raise invalid("params.path of a controller-map provider must be a file path")
-    return workdir / path  # an absolute path replaces the workdir
+    return workdir / params.path  # an absolute path replaces the workdir
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,29 +84,26 @@ def _target_id(params: Mapping[str, Any], desired: Entry | None) -> str:
     return entry_id
 
 
-class ControllerMapProvider:
+class ControllerMapProvider(ProviderSkeleton[Txn]):
     """The built-in ``controller-map`` provider; the built-in transport calls ``handle``."""
+
+    kind = "controller-map"
+    version = "1.0"
+    capabilities = HELD_KINDS
 
     def __init__(
         self,
         name: str,
-        params: Mapping[str, Any],
+        params: ControllerMapParams,
         workdir: Path,
         *,
         now: Callable[[], float] = time.time,
     ) -> None:
-        self.name = name
-        self.params = params
-        self.workdir = workdir
+        super().__init__(name, params, workdir)
+        self.map_file = map_path(name, params, workdir)
         self._now = now
         self._store: MapStore | None = None
         self._opening = threading.Lock()
-
-    def handle(self, request: Request) -> Reply:
-        try:
-            return Reply.success(self._dispatch(request))
-        except ProviderError as err:
-            return Reply.failure(err)
 
     def close(self) -> None:
         with self._opening:
@@ -122,31 +116,13 @@ class ControllerMapProvider:
         """The map file, opened on first use so that constructing a provider is free."""
         with self._opening:
             if self._store is None:
-                self._store = MapStore(map_path(self.name, self.params, self.workdir))
+                self._store = MapStore(self.map_file)
             return self._store
 
-    def _dispatch(self, request: Request) -> dict[str, Any]:
-        verb = request.verb
-        if not isinstance(request.params, Mapping):
-            raise invalid("params must be an object")
-        if verb == "info":
-            return {
-                "name": self.name,
-                "version": VERSION,
-                "capabilities": list(HELD_KINDS),
-                "verbs": list(VERBS),
-            }
-        if verb == "probe":
-            return self._probe()
-        if verb == "inventory":
-            return self._inventory()
-        if verb == "capacity":
-            return self._capacity(request.params)
-        if verb in _MUTATING:
-            return self._mutate(request)
-        raise invalid(f"unknown verb '{verb}' (known: {', '.join(VERBS)})")
+    def book(self) -> AbstractContextManager[Txn]:
+        return self.store.change()
 
-    def _probe(self) -> dict[str, Any]:
+    def probe(self) -> dict[str, Any]:
         try:
             with self.store.read() as tx:
                 generation = tx.generation()
@@ -154,12 +130,12 @@ class ControllerMapProvider:
             return {"ready": False, "message": err.message}
         return {"ready": True, "generation": generation}
 
-    def _inventory(self) -> dict[str, Any]:
+    def inventory_result(self, params: Mapping[str, Any]) -> dict[str, Any]:
         with self.store.read() as tx:
             generation, docs = tx.generation(), tx.docs()
         return {"generation": generation, "complete": True, "entries": decode_docs(docs)}
 
-    def _capacity(self, params: Mapping[str, Any]) -> dict[str, Any]:
+    def capacity(self, params: Mapping[str, Any]) -> dict[str, int]:
         """Storage-pool capacity; ``used`` is what pool quotas commit (the map holds no usage)."""
         with self.store.read() as tx:
             rows = tx.amounts(("storage-pool", "quota"))
@@ -178,39 +154,12 @@ class ControllerMapProvider:
         used = sum(amount or 0 for kind, _, loc, amount in rows if kind == "quota" and loc in pools)
         return {"total": total, "used": used, "free": max(total - used, 0)}
 
-    def _mutate(self, request: Request) -> dict[str, Any]:
-        """Replay, fence, change: one transaction, and a failed change keeps the new epoch."""
-        if not request.op_id:
-            raise invalid(f"{request.verb} needs an op_id (the idempotency key)")
-        try:
-            fingerprint = digest_of(
-                {"verb": request.verb, "owner": request.owner, "params": dict(request.params)}
-            )
-        except TypeError:
-            raise invalid("params must be plain JSON") from None
-        now = self._now()
-        failure: ProviderError | None = None
-        with self.store.change() as tx:
-            prior = tx.replay(request.op_id, fingerprint)
-            if prior is not None:
-                return prior
-            tx.fence(request.epoch)
-            try:
-                with tx.savepoint():
-                    outcome = self._change(tx, request, now)
-            except ProviderError as err:
-                failure = err
-            else:
-                generation = tx.bump_generation() if outcome.changed else tx.generation()
-                result = {
-                    "entry": outcome.entry.to_json(),
-                    "changed": outcome.changed,
-                    "generation": generation,
-                }
-                tx.record(request.op_id, fingerprint, result, now)
-        if failure is not None:
-            raise failure
-        return result
+    def change(self, book: Txn, request: Request) -> dict[str, Any]:
+        """One change; the generation grows only when the map did change."""
+        outcome = self._change(book, request, self._now())
+        generation = book.bump_generation() if outcome.changed else book.generation()
+        return {"entry": outcome.entry.to_json(), "changed": outcome.changed,
+                "generation": generation}
 
     def _change(self, tx: Txn, request: Request, now: float) -> _Outcome:
         params = request.params

@@ -10,7 +10,7 @@ consistent snapshot while a writer works.
 from __future__ import annotations
 
 import sqlite3
-import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -20,9 +20,9 @@ import orjson
 
 from compiler.gc_pause import gc_paused
 from compiler.supply_map import Entry
+from reconciler import sqlite
 from reconciler.protocol import ErrorCode, ProviderError
-from reconciler.providers.opledger import reused_op_id, stale_epoch
-from reconciler.sqlite_wal import enable_wal
+from reconciler.providers.opledger import fence, recorded
 
 SCHEMA_VERSION = 1
 _SCHEMA = (
@@ -42,6 +42,9 @@ def _translated(path: Path) -> Iterator[None]:
     """SQLite failures as protocol errors: a busy file may clear up, anything else will not."""
     try:
         yield
+    except OSError as err:  # its folder cannot be made
+        message = f"controller map {path}: {err.strerror or err}"
+        raise ProviderError(ErrorCode.FAILED_PRECONDITION, message) from None
     except sqlite3.IntegrityError:
         raise  # a bug of ours, not a state of the file
     except sqlite3.DatabaseError as err:
@@ -70,7 +73,8 @@ def _entry(doc: str) -> Entry:
 
 
 class Txn:
-    """What one transaction may read and change; only ``MapStore`` makes these."""
+    """What one transaction may read and change (the map provider's ``Book``); only
+    ``MapStore`` makes these."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
@@ -142,12 +146,9 @@ class Txn:
         self._set_meta("generation", generation)
         return generation
 
-    def fence(self, epoch: int) -> None:
+    def check_epoch(self, epoch: int) -> None:
         """Refuse an epoch below the highest seen (ABORTED); remember a higher one."""
-        highest = self._meta("epoch")
-        if epoch < highest:
-            raise stale_epoch(epoch, highest)
-        if epoch > highest:
+        if fence(epoch, self._meta("epoch")):
             self._set_meta("epoch", epoch)
 
     def replay(self, op_id: str, fingerprint: str) -> dict[str, Any] | None:
@@ -155,17 +156,13 @@ class Txn:
         row = self._db.execute(
             "SELECT fingerprint, reply FROM ops WHERE op_id = ?", (op_id,)
         ).fetchone()
-        if row is None:
-            return None
-        if row[0] != fingerprint:
-            raise reused_op_id(op_id)
-        result: dict[str, Any] = orjson.loads(row[1])
-        return result
+        reply = recorded(op_id, row, fingerprint)
+        return None if reply is None else dict(orjson.loads(reply))
 
-    def record(self, op_id: str, fingerprint: str, result: Mapping[str, Any], at: float) -> None:
+    def record(self, op_id: str, fingerprint: str, result: Mapping[str, Any]) -> None:
         self._db.execute(
             "INSERT INTO ops (op_id, fingerprint, reply, recorded_at) VALUES (?, ?, ?, ?)",
-            (op_id, fingerprint, orjson.dumps(dict(result)).decode(), at),
+            (op_id, fingerprint, orjson.dumps(dict(result)).decode(), time.time()),
         )
 
     @contextmanager
@@ -182,34 +179,23 @@ class Txn:
 
 
 class MapStore:
-    """One connection and one lock per process; short explicit transactions."""
+    """The map file, opened through ``reconciler.sqlite``; failures as protocol errors."""
 
-    def __init__(self, path: Path, *, create: bool = True, timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: Path, *, create: bool = True, timeout: float = sqlite.BUSY_TIMEOUT_S
+    ) -> None:
         self.path = path
-        self.timeout = timeout
-        self._lock = threading.Lock()
         if not create and not path.is_file():
             raise ProviderError(ErrorCode.FAILED_PRECONDITION, f"no controller map at {path}")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise ProviderError(
-                ErrorCode.FAILED_PRECONDITION, f"controller map {path}: {err.strerror}"
-            ) from None
         with _translated(path):
-            self._db = sqlite3.connect(
-                path, isolation_level=None, check_same_thread=False, timeout=timeout
-            )
+            self._db = sqlite.Database(path, timeout=timeout)
         try:
-            self._prepare()
+            self._check_schema()
         except BaseException:
             self._db.close()
             raise
 
-    def _prepare(self) -> None:
-        with _translated(self.path):
-            enable_wal(self._db, self.timeout)
-            self._db.execute("PRAGMA synchronous=NORMAL")
+    def _check_schema(self) -> None:
         with self.change() as tx:
             version = tx.create_schema()
         if version != SCHEMA_VERSION:
@@ -220,24 +206,17 @@ class MapStore:
             )
 
     @contextmanager
-    def _transaction(self, begin: str) -> Iterator[Txn]:
-        with self._lock, _translated(self.path):
-            self._db.execute(begin)
-            try:
-                yield Txn(self._db)
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _transaction(self, write: bool) -> Iterator[Txn]:
+        with _translated(self.path), (self._db.write() if write else self._db.read()) as db:
+            yield Txn(db)
 
     def change(self) -> AbstractContextManager[Txn]:
         """A write transaction, taken up front so a read-modify-write cannot interleave."""
-        return self._transaction("BEGIN IMMEDIATE")
+        return self._transaction(write=True)
 
     def read(self) -> AbstractContextManager[Txn]:
         """A read transaction: every query inside sees the same snapshot."""
-        return self._transaction("BEGIN")
+        return self._transaction(write=False)
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._db.close()
