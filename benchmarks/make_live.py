@@ -101,7 +101,9 @@ def pick_drift(desired: SupplyMap, fraction: float, rng: random.Random, now: int
     total = round(len(ids) * fraction)
     missing = rng.sample(ids, total // 3)
     gone = set(missing)
-    with_amount = [i for i in ids if desired.entries[i].amount is not None and i not in gone]
+    # a dataset version is immutable (XCE790): its size never drifts, so leave it out
+    with_amount = [i for i in ids if desired.entries[i].amount is not None and i not in gone
+                   and desired.entries[i].kind != "dataset"]
     changed = rng.sample(with_amount, min(total // 3, len(with_amount)))
     # Extras are modelled on sampled entries, so each kind drifts in proportion to its size.
     models = [i for i in ids if desired.entries[i].kind in EXTRAS]
