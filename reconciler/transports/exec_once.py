@@ -27,8 +27,8 @@ from reconciler.transports.base import (
     named_error,
     reply_too_large,
 )
-from reconciler.transports.process import exit_detail, kill_tree, spawn, write_some
-from reconciler.transports.stderr import StderrLog
+from reconciler.transports.process import exit_detail, kill_tree, write_some
+from reconciler.transports.stderr import StderrLog, spawn_logged
 
 _CHUNK = 1 << 16
 
@@ -61,12 +61,8 @@ class ExecTransport:
 
     def _call(self, request: Request) -> Reply:
         deadline = time.monotonic() + self.timeout
-        log = StderrLog(self.name, self.stderr_path, self.secrets)
-        try:
-            proc = spawn(self.name, self.command, subprocess.PIPE, self.cwd)
-        except ProviderError:
-            log.finish()
-            raise
+        proc, log = spawn_logged(self.name, self.command, self.cwd, self.stderr_path,
+                                 self.secrets)
         try:
             out = self._exchange(proc, encode_request(request) + b"\n", log, deadline)
             returncode = proc.wait(max(0.0, deadline - time.monotonic()))

@@ -31,8 +31,8 @@ from reconciler.transports.base import (
     named_error,
     reply_too_large,
 )
-from reconciler.transports.process import exit_detail, kill_tree, spawn, unavailable, write_some
-from reconciler.transports.stderr import StderrLog
+from reconciler.transports.process import exit_detail, kill_tree, unavailable, write_some
+from reconciler.transports.stderr import StderrLog, spawn_logged
 
 _PUMP_GRACE = 2.0  # seconds for the stderr thread to drain a stopped provider's last lines
 
@@ -109,12 +109,8 @@ class JsonLinesTransport:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
         self._stop()
-        log = StderrLog(self.name, self.stderr_path, self.secrets)
-        try:
-            proc = spawn(self.name, self.command, subprocess.PIPE, self.cwd)
-        except ProviderError:
-            log.finish()
-            raise
+        proc, log = spawn_logged(self.name, self.command, self.cwd, self.stderr_path,
+                                 self.secrets)
         assert proc.stdin is not None and proc.stderr is not None
         self._proc, self._stderr = proc, (log, log.follow(proc.stderr))
         os.set_blocking(proc.stdin.fileno(), False)  # writes wait in _send, timed

@@ -15,6 +15,7 @@ import contextlib
 import errno
 import os
 import stat
+import subprocess
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import IO
 from compiler.secrets import redact_text, secret_values
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.transports.base import named_error
+from reconciler.transports.process import spawn
 
 MAX_LINE = 1 << 20  # bytes of one line; a longer one is dropped
 LOG_LIMIT = 16 << 20  # bytes of stderr.log before it moves to stderr.log.1
@@ -127,3 +129,15 @@ class StderrLog:
         self._fd = None
         with contextlib.suppress(ProviderError):
             self._fd = open_log(self.provider, self.path)
+
+
+def spawn_logged(provider: str, command: Sequence[str], cwd: Path | None, path: Path | None,
+                 secrets: Sequence[str]) -> tuple[subprocess.Popen[bytes], StderrLog]:
+    """Start a provider command with its stderr going to a redacted log (closed if the
+    command cannot start), so every process transport logs the same way."""
+    log = StderrLog(provider, path, secrets)
+    try:
+        return spawn(provider, command, subprocess.PIPE, cwd), log
+    except ProviderError:
+        log.finish()
+        raise
