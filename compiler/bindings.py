@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from compiler.secrets import REFERENCE_FORMS, is_reference
+from compiler.secrets import REFERENCE_FORMS, Redactor, is_reference
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -114,6 +114,18 @@ class Bindings:
     def binding(self, name: str) -> ProviderBinding:
         """The binding of bound provider ``name``; raises BindingError when it is unusable."""
         return ProviderBinding.from_json(self.written[name], self.site)
+
+    def redactor(self) -> Redactor:
+        """What an output made from these providers' answers may show: their secrets'
+        resolved values are scrubbed. An unusable binding is skipped: the gather reports it,
+        and its secrets cannot be read either."""
+        references: list[str] = []
+        for name in self.names:
+            try:
+                references += self.binding(name).secrets.values()
+            except BindingError:
+                continue
+        return Redactor.of(references)
 
 
 def _kinds() -> tuple[tuple[str, ...], tuple[str, ...]]:

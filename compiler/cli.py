@@ -1,5 +1,5 @@
 """``xce-compile``: site-config folder → build/supply-map.json, bindings.json, allowlists.json
-(with a policies folder), manifest.json."""
+(with the policies docs/policies.md says), manifest.json."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import argparse
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+from compiler import codes
+from compiler.bundled import POLICIES_HELP
 from compiler.canonical import dumps
 from compiler.cli_runner import EXIT_ERROR, EXIT_OK, UsageParser, run_cli
 from compiler.compile import Compiled, compile_site, located
@@ -33,6 +36,7 @@ def parser() -> argparse.ArgumentParser:
         help="site-config folder (default: site-config)",
     )
     p.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: build)")
+    p.add_argument("--policies", type=Path, metavar="DIR", help=POLICIES_HELP)
     p.add_argument("--format", choices=FORMATS.names, default="text", help="how to print problems")
     p.add_argument(
         "--schema", action="store_true", help="print the JSON Schema of a site-config file and exit"
@@ -44,7 +48,8 @@ def serialize(compiled: Compiled, revision: Revision) -> tuple[dict[str, bytes],
     """The output documents and the desired digest; the entries' JSON is built only once."""
     supply = replace(compiled.supply_map, revision=revision.commit, dirty=revision.dirty)
     doc = supply.to_json()
-    documents = {"supply-map.json": dumps(doc), "bindings.json": dumps(compiled.bindings)}
+    documents = {"supply-map.json": dumps(doc), "bindings.json": dumps(compiled.bindings),
+                 "drift.json": dumps(compiled.drift.to_json())}
     if compiled.policy is not None:
         documents["allowlists.json"] = compiled.policy.to_bytes()
     return documents, doc["digest"]
@@ -56,41 +61,61 @@ def _body(argv: list[str] | None) -> int:
         sys.stdout.write(dumps(site_file_schema()).decode())
         return EXIT_OK
     problems = Problems()
-    compiled, files = compile_site(args.site, problems)
+    compiled, files = compile_site(args.site, problems, args.policies)
     shown = located(problems, files)
     text = render(shown, args.format, Style.for_stream(sys.stdout))
     if not shown and args.format in ("text", "markdown"):
         text = ""  # a clean text run says so on its own; json and github always print
     if compiled is None or any(p.severity is Severity.ERROR for p in shown):
-        sys.stdout.write(text) if args.format != "text" else sys.stderr.write(text)
+        if args.format != "text":  # the document asked for; the log reads as always
+            sys.stdout.write(text)
+        sys.stderr.write(render(shown, "text", Style.for_stream(sys.stderr)))
         return EXIT_ERROR
     revision = site_revision(args.site)
     supply = compiled.supply_map
     documents, desired_digest = serialize(compiled, revision)
     try:
-        manifest = write_outputs(args.out, documents, revision, supply.site, desired_digest)
+        policies = compiled.policy.provenance(args.site) if compiled.policy else None
+        manifest = write_outputs(
+            args.out, documents, revision, supply.site, desired_digest, policies
+        )
     except OSError as err:
         raise UserError(
             [
                 Problem(
-                    "XCE008",
+                    codes.CANNOT_WRITE,
                     f"cannot write the outputs to '{args.out}': {err.strerror or err}",
                     "give an --out folder that can be created and written",
                     subject=str(args.out),
                 )
             ]
         ) from err
-    if args.format == "text":
-        sys.stderr.write(text)
-        rev = (revision.commit or "no commit")[:12] + (" (dirty)" if revision.dirty else "")
-        sys.stdout.write(
-            f"compiled site {supply.site} at {rev}: {len(supply.entries)} entries, "
-            f"{len(compiled.bindings['providers'])} providers → {args.out}/\n"
-            f"desired digest {manifest['desired_digest']}\n"
-        )
-    else:
-        sys.stdout.write(text)
+    _report_success(args.format, text, compiled, revision, args.out, manifest)
     return EXIT_OK
+
+
+def _report_success(fmt: str, problems: str, compiled: Compiled, revision: Revision, out: Path,
+                    manifest: dict[str, Any]) -> None:
+    """What a valid site compiled to: a line for a terminal, a short document for a pull
+    request (markdown), the problems document for tools (json, github)."""
+    supply = compiled.supply_map
+    rev = (revision.commit or "no commit")[:12] + (" (dirty)" if revision.dirty else "")
+    providers = len(compiled.bindings["providers"])
+    if fmt == "text":
+        sys.stderr.write(problems)
+        sys.stdout.write(f"compiled site {supply.site} at {rev}: {len(supply.entries)} entries, "
+                         f"{providers} providers → {out}/\n"
+                         f"desired digest {manifest['desired_digest']}\n")
+    elif fmt == "markdown":
+        outputs = ", ".join(f"`{out / name}`" for name in (*manifest["outputs"], "manifest.json"))
+        rows = [("revision", f"`{rev}`"), ("entries", f"{len(supply.entries):,}"),
+                ("providers", str(providers)),
+                ("desired digest", f"`{manifest['desired_digest']}`"), ("outputs", outputs)]
+        sys.stdout.write("\n".join([f"### ✅ Compiled site {supply.site}", "", "| | |",
+                                    "|---|---|", *(f"| {k} | {v} |" for k, v in rows), ""])
+                         + ("\n" + problems if problems else ""))
+    else:
+        sys.stdout.write(problems)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,10 @@
-"""The three kinds of failure every command distinguishes.
+"""The three kinds of failure every command distinguishes, and what every parser offers.
 
 A user's mistake is one clear message (UserError, exit 1); a failing provider is named by
 the reconciler through a Problem; a bug of ours prints one line and the path of a file
-that holds the full traceback, never the traceback itself.
+that holds the full traceback, never the traceback itself. A run asked for ``--format
+json|markdown|github`` gets that document on stdout however it ends — the problems, a
+usage mistake, or the crash — so a CI job's JSON consumer or PR comment always has one.
 """
 
 from __future__ import annotations
@@ -12,24 +14,104 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
-from typing import NoReturn
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from functools import cache
+from importlib import metadata
+from typing import Any, NoReturn
 
-from compiler.problem_render import render_text
+from compiler import __version__, codes
+from compiler.problem_render import FORMATS, render, render_text
 from compiler.problems import Problem, UserError
 from compiler.textstyle import Style
+
+DISTRIBUTION = "xce-gitops"
+TEXT = "text"
+# the --format a run asked for, noted by its parser before parsing can fail (run_cli resets)
+_requested: ContextVar[str] = ContextVar("xce_requested_format", default=TEXT)
+
+
+@cache
+def product_version() -> str:
+    """The installed distribution's version (this source tree's, when run uninstalled)."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return __version__
+
+
+class _Version(argparse.Action):
+    """``--version``: ``PROG (xce-gitops X.Y.Z)``; looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                         nargs=0, help=kwargs.get("help"))
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> NoReturn:
+        sys.stdout.write(f"{parser.prog.split()[0]} ({DISTRIBUTION} {product_version()})\n")
+        parser.exit(0)
 
 
 class UsageParser(argparse.ArgumentParser):
     """Usage mistakes are user errors (exit 1), never argparse's exit 2, which a CI job
-    reads as "changes" (Terraform's -detailed-exitcode). A command sets its own code."""
+    reads as "changes" (Terraform's -detailed-exitcode). A command sets its own code.
 
-    usage_code = "XCE007"
+    Every parser (sub-parsers too) answers ``--version``, and notes the ``--format`` asked
+    for before it parses, so even a usage mistake is reported in that format."""
+
+    usage_code = codes.USAGE
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.description:  # often a module docstring's first paragraph: no ``literals``
+            self.description = self.description.replace("``", "")
+        if self.add_help:  # not a parents=[…] fragment, whose options the child copies
+            self.add_argument("--version", action=_Version,
+                              help="print the command's name and xce-gitops version, and exit")
+
+    # one signature for typeshed's three overloads: it only looks at the arguments first
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: Any = None) -> tuple[Any, list[str]]:
+        argv = sys.argv[1:] if args is None else list(args)
+        asked = _format_in(argv)
+        if asked is not None and asked in _format_choices(self):
+            _requested.set(asked)
+        return super().parse_known_args(argv, namespace)
 
     def error(self, message: str) -> NoReturn:
         raise UserError(
             [Problem(self.usage_code, message, f"see '{self.prog} --help'", subject=self.prog)]
         )
+
+
+def _format_in(argv: Sequence[str]) -> str | None:
+    """The value of ``--format X`` / ``--format=X`` in ``argv`` (the last one wins)."""
+    found = None
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg == "--format" and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif arg.startswith("--format="):
+            found = arg.partition("=")[2]
+    return found
+
+
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """A parser and all its sub-parsers."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def _format_choices(parser: argparse.ArgumentParser) -> set[str]:
+    """The documents any ``--format`` of this command offers besides text."""
+    return {str(choice) for p in _parsers(parser) for a in p._actions
+            if "--format" in a.option_strings for choice in a.choices or ()
+            if choice != TEXT and choice in FORMATS.names}
 
 
 EXIT_OK = 0
@@ -50,12 +132,21 @@ def write_crash_report(prog: str, exc: BaseException) -> str:
     return path
 
 
+def _document(problems: Sequence[Problem]) -> None:
+    """The problems as the document the run asked for, on stdout (text goes to stderr)."""
+    fmt = _requested.get()
+    if fmt != TEXT:
+        sys.stdout.write(render(problems, fmt))
+
+
 def run_cli(prog: str, body: Callable[[], int]) -> int:
     """Run a command body, turning every failure into one of the three documented shapes."""
+    token = _requested.set(TEXT)
     try:
         return body()
     except UserError as err:
         sys.stderr.write(render_text(err.problems, Style.for_stream(sys.stderr)))
+        _document(err.problems)
         return EXIT_ERROR
     except KeyboardInterrupt:
         sys.stderr.write(f"{prog}: interrupted\n")
@@ -64,8 +155,10 @@ def run_cli(prog: str, body: Callable[[], int]) -> int:
         return EXIT_ERROR
     except Exception as exc:
         path = write_crash_report(prog, exc)
-        sys.stderr.write(
-            f"{prog}: internal error ({type(exc).__name__}); this is a bug in xce-gitops. "
-            f"Full traceback: {path}\n"
-        )
+        what = f"internal error ({type(exc).__name__}); this is a bug in xce-gitops"
+        sys.stderr.write(f"{prog}: {what}. Full traceback: {path}\n")
+        _document([Problem(codes.INTERNAL, what, f"report it with the file {path}, which holds "
+                           "the full traceback", subject=prog)])
         return EXIT_ERROR
+    finally:
+        _requested.reset(token)

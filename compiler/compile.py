@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from compiler import codes
 from compiler.bindings import build_bindings, controller_name
 from compiler.checks.capacity import check_caches, check_quotas, check_warnings
 from compiler.checks.collisions import check_copy_ids, check_counter_ids, check_quota_ids
@@ -21,8 +22,10 @@ from compiler.emit.hosts import emit_hosts
 from compiler.emit.pools import emit_pools
 from compiler.emit.volumes import emit_volumes, mounts_by_group
 from compiler.model.document import SiteDocument, build_document
+from compiler.model.drift import CompiledDrift, compile_drift
 from compiler.model.site import Site
 from compiler.policy import PolicyBuild, compile_policies
+from compiler.policy.compile import locate_policies
 from compiler.problems import Problem, Problems, Where
 from compiler.supply_map import SupplyMap
 from compiler.yaml_source import Locator, SourceFile, display_path, find_yaml_files, load_file
@@ -34,19 +37,14 @@ class Compiled:
     bindings: dict[str, Any]
     document: SiteDocument
     policy: PolicyBuild | None = None
-
-
-def default_policies_dir(site_dir: Path) -> Path | None:
-    """``policies/`` beside the site folder, where the product keeps its catalog and roles."""
-    candidate = site_dir.resolve().parent / "policies"
-    return candidate if candidate.is_dir() else None
+    drift: CompiledDrift = field(default_factory=CompiledDrift)  # build/drift.json
 
 
 def load_site(site_dir: Path, problems: Problems) -> list[SourceFile]:
     """Every YAML file under the site folder, fast-loaded; unreadable ones become problems."""
     if not site_dir.is_dir():
         problems.error(
-            "XCE006",
+            codes.CANNOT_READ,
             f"site folder '{site_dir}' "
             + ("is not a folder" if site_dir.exists() else "does not exist"),
             "give the folder that holds the site-config YAML files",
@@ -56,7 +54,7 @@ def load_site(site_dir: Path, problems: Problems) -> list[SourceFile]:
     paths = find_yaml_files(site_dir)
     if not paths:
         problems.error(
-            "XCE006",
+            codes.CANNOT_READ,
             f"no YAML files (*.yaml, *.yml) under '{site_dir}'",
             "point xce-compile at the site-config folder",
             subject=str(site_dir),
@@ -93,7 +91,7 @@ def check_document(doc: SiteDocument, problems: Problems) -> HostTable:
     """Every semantic check; returns the expanded hosts, which emit needs too. The order
     matters: check_caches skips locations the reference checks already reported."""
     index = build_index(doc, problems)
-    hosts = expand_hosts(doc.host_groups, problems)
+    hosts = expand_hosts(doc.host_groups, problems, doc.invalid_items.get(("host_groups",), []))
     check_references(doc, index, hosts, problems)
     check_quota_ids(doc, problems)
     check_counter_ids(doc, index, hosts, problems)
@@ -109,7 +107,8 @@ def check_document(doc: SiteDocument, problems: Problems) -> HostTable:
 
 
 def compile_files(
-    files: list[SourceFile], problems: Problems, complete: bool = True
+    files: list[SourceFile], problems: Problems, complete: bool = True,
+    today: datetime.date | None = None, site_dir: Path | None = None,
 ) -> Compiled | None:
     """Validate and emit; ``complete=False`` (a file did not load) skips cross-file checks,
     whose "unknown name" findings would only echo the unreadable file."""
@@ -118,12 +117,13 @@ def compile_files(
         return None
     if not doc.site_seen and files:
         problems.error(
-            "XCE105",
+            codes.MISSING_KEY,
             "no 'site:' section in any file",
             "add a 'site:' section with at least 'name:' to one file",
             Where(files[0].path, line=1, column=1),
         )
     hosts = check_document(doc, problems)
+    drift = compile_drift(doc, files, problems, today or datetime.date.today(), site_dir)
     if problems.has_errors or doc.site is None:
         return None
     site = doc.site.item
@@ -137,7 +137,7 @@ def compile_files(
         raise RuntimeError(f"{len(ctx.entries) - len(entries)} entries share an id with another")
     settings = {**settings_of(site), "shared_accounts": shared_accounts(doc)}
     supply = SupplyMap(entries=entries, site=site.name, owner=ctx.owner, settings=settings)
-    return Compiled(supply, build_bindings(doc), doc)
+    return Compiled(supply, build_bindings(doc), doc, drift=drift)
 
 
 def located(problems: Problems, files: list[SourceFile]) -> list[Problem]:
@@ -150,18 +150,20 @@ def compile_site(
     policies_dir: Path | None = None,
     today: datetime.date | None = None,
 ) -> tuple[Compiled | None, list[SourceFile]]:
-    """Compile a site folder; with a policies folder also its opcode allowlists.
+    """Compile a site folder and its opcode allowlists, with the policies of ``policies_dir``
+    (--policies) or else those ``locate_policies`` finds for the site: every compile has them.
 
     The returned files include the policy files, so the Locator can place their problems.
     """
     before = len(problems)
     files = load_site(site_dir, problems)
     complete = len(problems) == before
-    compiled = compile_files(files, problems, complete) if files else None
-    policies = policies_dir or default_policies_dir(site_dir)
-    if policies is None or not complete:
+    today = today or datetime.date.today()
+    compiled = compile_files(files, problems, complete, today, site_dir) if files else None
+    if not complete:
         return compiled, files
-    build = compile_policies(policies, files, problems, today or datetime.date.today())
+    policies = locate_policies(site_dir, policies_dir)
+    build = compile_policies(policies, files, problems, today)
     all_files = [*files, *build.sources]
     if compiled is None or problems.has_errors:
         return None, all_files

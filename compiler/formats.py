@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from compiler import codes
 from compiler.problems import Problem, UserError
 from compiler.textstyle import Style
 
@@ -34,6 +35,6 @@ class Formats(Generic[T]):
         renderer = self._plain.get(fmt)
         if renderer is None:
             raise UserError([Problem(
-                "XCE007", f"unknown {self.what} format {fmt!r}",
+                codes.USAGE, f"unknown {self.what} format {fmt!r}",
                 f"use one of: {', '.join(self.names)}", subject=self.what)])
         return renderer(thing)

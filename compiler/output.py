@@ -37,8 +37,10 @@ def write_outputs(
     revision: Revision,
     site: str,
     desired_digest: str,
+    policies: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write every output, then the manifest naming each one's digest (no timestamps)."""
+    """Write every output, then the manifest naming each one's digest (no timestamps), and
+    which policy data made the allowlists (``PolicyBuild.provenance``)."""
     manifest: dict[str, Any] = {
         "schema": MANIFEST_SCHEMA,
         "compiler": __version__,
@@ -47,6 +49,7 @@ def write_outputs(
         "revision": revision.commit,
         "dirty": revision.dirty,
         "desired_digest": desired_digest,
+        **({"policies": dict(policies)} if policies is not None else {}),
         "outputs": {},
     }
     for name, data in sorted(documents.items()):

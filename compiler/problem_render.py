@@ -1,17 +1,27 @@
 """Renderers of problems: text for terminals, json for tools, github annotations, markdown for PRs.
 
-Rendering is kept apart from collecting so every stage's problems look the same.
+Rendering is kept apart from collecting so every stage's problems look the same. Text is
+read by people, so problems that say the same about several subjects (a warning per user
+directory, a stale entry per host) are one line naming the subjects compactly; every other
+format keeps every item.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 
 import orjson
 
 from compiler.formats import Formats
+from compiler.hostlist import compress
 from compiler.problems import Problem, Severity
 from compiler.textstyle import Style
+
+FOLDED_TERMS = 12  # terms of a folded subject list shown before "… (N in all)"
+_FOLDABLE = re.compile(r"[A-Za-z0-9._-]+")  # names ClusterShell folds as hostlists do
+_TERM = re.compile(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*")  # one term of a folded hostlist
 
 
 def _place(p: Problem) -> str:
@@ -24,14 +34,85 @@ def _also(p: Problem) -> str:
     return ", ".join(w.label() for w in p.also)
 
 
+def fold_subjects(subjects: Iterable[str], limit: int = FOLDED_TERMS) -> str:
+    """Entry ids or names, compactly: ids that share all but their last part are written
+    once, their last parts folded as hostlists are (``host/cn[0001-0064]``) or listed in
+    braces (``volume-dir/shared/{alice,bob}``); past ``limit`` terms, the count in all."""
+    groups: dict[str, list[str]] = {}
+    for subject in dict.fromkeys(subjects):
+        head, slash, leaf = subject.rpartition("/")
+        groups.setdefault(head + slash, []).append(leaf)
+    shown: list[str] = []
+    room = limit
+    for prefix, leaves in groups.items():
+        foldable = [leaf for leaf in leaves if _FOLDABLE.fullmatch(leaf)]
+        folded = [*(_TERM.findall(compress(foldable)) if foldable else []),
+                  *sorted(leaf for leaf in leaves if not _FOLDABLE.fullmatch(leaf))]
+        terms, room = folded[:max(room, 0)], room - len(folded)
+        if prefix and len(terms) > 1:
+            shown.append(f"{prefix}{{{','.join(terms)}}}")
+        else:
+            shown.extend(prefix + term for term in terms)
+    total = sum(len(leaves) for leaves in groups.values())
+    return ", ".join(shown) + (f" … ({total} in all)" if room < 0 else "")
+
+
+def generic(text: str, subject: str) -> str:
+    """``text`` with its subject (an entry id) written ``<subject>`` and the subject's last
+    part (a user's or host's name) ``<name>``: what texts about several subjects share."""
+    text = _word(subject).sub("<subject>", text)
+    name = subject.rpartition("/")[2]
+    return _word(name).sub("<name>", text) if name != subject and len(name) > 2 else text
+
+
+def _word(text: str) -> re.Pattern[str]:
+    """``text`` where it stands on its own, not inside a longer name."""
+    return re.compile(rf"(?<![\w.-]){re.escape(text)}(?![\w.-])")
+
+
+@dataclass(frozen=True, slots=True)
+class Grouped:
+    """Problems alike but for their subjects: ``problem`` says it once (with placeholders)."""
+
+    problem: Problem
+    subjects: tuple[str, ...]
+
+    def place(self) -> str:
+        return fold_subjects(self.subjects) if len(self.subjects) > 1 else _place(self.problem)
+
+
+def group_by_subject(problems: Iterable[Problem]) -> list[Grouped]:
+    """Problems without a file place that have the same code, severity, message and hint
+    once their subject is set aside, as one each (in order of first appearance)."""
+    groups: dict[object, list[Problem]] = {}
+    for p in problems:
+        if p.where is None and p.subject and not p.also:
+            key: object = (p.code, p.severity, generic(p.message, p.subject),
+                           generic(p.hint, p.subject))
+        else:
+            key = id(p)
+        groups.setdefault(key, []).append(p)
+    out: list[Grouped] = []
+    for alike in groups.values():
+        first = alike[0]
+        if len(alike) > 1 and first.subject:
+            first = replace(first, message=generic(first.message, first.subject),
+                            hint=generic(first.hint, first.subject))
+        out.append(Grouped(first, tuple(p.subject or "" for p in alike)))
+    return out
+
+
 def render_text(problems: Sequence[Problem], style: Style | None = None) -> str:
-    """``file:line:col: error[CODE]: message`` then an indented hint, like compilers do."""
+    """``file:line:col: error[CODE]: message`` then an indented hint, like compilers do;
+    problems alike but for their subject are one, naming the subjects compactly."""
     s = style or Style(color=False)
     out: list[str] = []
-    for p in problems:
+    for group in group_by_subject(problems):
+        p = group.problem
         sev = s.red("error") if p.severity is Severity.ERROR else s.yellow("warning")
         subject = f" ({p.subject})" if p.subject and p.where is not None else ""
-        out.append(f"{s.bold(_place(p))}: {sev}[{p.code}]: {p.message}{subject}")
+        many = f" ({len(group.subjects)} alike)" if len(group.subjects) > 1 else ""
+        out.append(f"{s.bold(group.place())}: {sev}[{p.code}]{many}: {p.message}{subject}")
         if p.also:
             out.append(f"  see also: {_also(p)}")
         if p.hint:

@@ -118,6 +118,18 @@ class Problems:
         return sorted(self.items, key=Problem.sort_key)
 
 
+class Hints(dict[str, str]):
+    """A code table's default hints (code → hint), written once beside its codes, so a
+    code's usual advice reads the same wherever the problem is made."""
+
+    def problem(self, code: str, message: str, subject: str | None = None,
+                hint: str | None = None, severity: Severity = Severity.ERROR,
+                where: Where | None = None) -> Problem:
+        """A problem with ``code``'s default hint, unless ``hint`` is given ("" for none)."""
+        return Problem(code, message, self.get(code, "") if hint is None else hint, where,
+                       severity, subject)
+
+
 class UserError(Exception):
     """Raised to stop a command because of the user's input; carries the problems to show."""
 

@@ -15,6 +15,7 @@ import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -142,3 +143,35 @@ def redact_text(text: str, values: Iterable[str]) -> str:
     for value in values:
         text = text.replace(value, SENSITIVE)
     return text
+
+
+@dataclass(frozen=True, slots=True)
+class Redactor:
+    """What an output may show: values under secret keys masked (``redact_path``), and the
+    resolved values of the bindings' secrets (``secret_values``) scrubbed wherever a provider
+    echoed them, in any field or text. One object for plans, drift reports and the ledger."""
+
+    values: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, references: Iterable[str]) -> Redactor:
+        return cls(secret_values(references))
+
+    def text(self, text: str) -> str:
+        return redact_text(text, self.values)
+
+    def value(self, path: str, value: Any) -> Any:
+        """A field's value at dotted ``path`` ("" for a whole document)."""
+        return self._scrub(redact_path(path, value) if path else redact_value(value))
+
+    def _scrub(self, value: Any) -> Any:
+        if not self.values:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {k: self._scrub(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._scrub(v) for v in value]
+        return value
+

@@ -22,10 +22,14 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from compiler import codes
 from compiler.problems import Problem, Problems, Where, YPath
 from compiler.yaml_nesting import MAX_DEPTH, TooDeep, Trouble, check_nesting, shape_trouble
 
 YAML_SUFFIXES = (".yaml", ".yml")
+# a folder of this name directly in a site folder holds the site's policies, not site-config
+# files (docs/policies.md "Where the policies come from")
+SITE_POLICIES = "policies"
 
 
 def _safe_yaml(pure: bool = False) -> YAML:
@@ -65,10 +69,14 @@ class SourceFile:
 
 
 def find_yaml_files(root: Path) -> list[Path]:
-    """All YAML files below ``root``, sorted, skipping hidden folders (``.git``, ``.xce``)."""
+    """All YAML files below ``root``, sorted, skipping hidden folders (``.git``, ``.xce``) and
+    the site's own ``policies/`` folder."""
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        top = dirpath == str(root)
+        dirnames[:] = sorted(
+            d for d in dirnames if not d.startswith(".") and not (top and d == SITE_POLICIES)
+        )
         for name in filenames:
             if name.endswith(YAML_SUFFIXES) and not name.startswith("."):
                 found.append(Path(dirpath) / name)
@@ -106,7 +114,7 @@ def _duplicate_keys(text: str, file: str) -> list[Problem]:
                 first = seen[knode.value]
                 out.append(
                     Problem(
-                        "XCE002",
+                        codes.DUPLICATE_KEY,
                         f"duplicate key '{knode.value}' in the same mapping",
                         "remove one of them or merge their contents; YAML keeps only one",
                         Where(
@@ -143,7 +151,7 @@ def load_file(path: Path, shown: str, problems: Problems) -> SourceFile | None:
     try:
         data = path.read_bytes()
     except OSError as err:
-        problems.error("XCE006", f"cannot read file: {err.strerror}", "", Where(shown))
+        problems.error(codes.CANNOT_READ, f"cannot read file: {err.strerror}", "", Where(shown))
         return None
     return load_bytes(data, shown, problems, path)
 
@@ -157,7 +165,7 @@ def load_bytes(
     except UnicodeDecodeError as err:
         before = data[: err.start]
         problems.error(
-            "XCE001",
+            codes.NOT_YAML,
             f"file is not valid UTF-8 (byte {err.start})",
             "save the file as UTF-8",
             Where(
@@ -176,7 +184,7 @@ def load_text(
     """Parse one document; without a path the display path stands in for it."""
     if "\x00" in text:
         problems.error(
-            "XCE001",
+            codes.NOT_YAML,
             "file contains a NUL byte",
             "save it as a text file",
             Where(shown, line=1, column=1),
@@ -186,7 +194,7 @@ def load_text(
         data = _load(text)
     except TooDeep as err:
         problems.error(
-            "XCE001",
+            codes.NOT_YAML,
             f"YAML nests more than {MAX_DEPTH} levels deep here",
             "the language needs a few levels; write this value out flatter",
             Where(shown, line=err.line + 1, column=err.column + 1),
@@ -197,7 +205,7 @@ def load_text(
         return None
     except (YAMLError, RecursionError, ValueError, TypeError) as err:
         problems.error(
-            "XCE001",
+            codes.NOT_YAML,
             f"YAML error: {err}",
             "check the file's syntax",
             Where(shown, line=1, column=1),
@@ -248,7 +256,7 @@ def _surrogate_problem(text: str, shown: str) -> Problem:
             if isinstance(node, MappingNode | SequenceNode):
                 stack.extend(reversed(_node_children(node)))
     return Problem(
-        "XCE001",
+        codes.NOT_YAML,
         "a \\u escape writes a lone surrogate (U+D800 to U+DFFF), which is not a character",
         "write the character itself, or as one escape: \\U0001F600 rather than \\ud83d\\ude00",
         where,
@@ -265,7 +273,7 @@ def _syntax_problem(err: MarkedYAMLError, shown: str) -> Problem:
         what += f" ({err.context} that starts at line {start.line + 1})"
         also.append(Where(shown, line=start.line + 1, column=start.column + 1))
     return Problem(
-        "XCE001",
+        codes.NOT_YAML,
         f"YAML syntax error: {what}",
         "check indentation, quoting and brackets around this place",
         _mark_where(shown, err),
@@ -296,7 +304,7 @@ def _shape_problem(reason: str, text: str, shown: str) -> Problem:
     at = where(found.at) if found is not None else Where(shown, line=1, column=1)
     also = (where(found.target),) if found is not None and found.target is not None else ()
     return Problem(
-        "XCE001",
+        codes.NOT_YAML,
         f"the document cannot be read: {reason}",
         "write the values out instead of nesting aliases (*name) this deep or this often",
         at,

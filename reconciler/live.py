@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from compiler.bindings import BindingError, Bindings
 from compiler.names import MAX_NAME_BYTES, shown, too_long_reason
-from compiler.problems import Problem, Severity, Where
+from compiler.problems import Hints, Problem, Severity, Where
 from compiler.supply_map import SCHEMA_VERSION, DecodedMap, Entry, MapReader, SupplyMap, read_map
 from reconciler.plan.render.common import TEXT_LIMIT, shorten
 from reconciler.protocol import ErrorCode, ProviderError, Request
@@ -41,6 +41,7 @@ SNAPSHOT_SHAPE = "XCE709"
 NOT_BOUND = "XCE710"
 BAD_BINDINGS = "XCE711"
 SNAPSHOT_NEWER = "XCE712"
+SNAPSHOT_UNREPORTED = "XCE713"  # made by the pipeline: xce-plan --live
 ROLLED_BACK = "XCE714"
 CANNOT_ACCEPT = "XCE715"
 
@@ -63,7 +64,7 @@ _BY_CODE = {
     ErrorCode.DEADLINE_EXCEEDED: TIMED_OUT,
     ErrorCode.INTERNAL: GARBAGE,
 }
-_HINTS = {
+HINTS = Hints({
     BAD_BINDING: "fix the provider's binding (kind, command, timeout, params, secrets)",
     UNAVAILABLE: "check that the provider's proxy runs and its command is installed; "
     "until it answers, its entries are unknown and nothing is planned for them",
@@ -79,7 +80,15 @@ _HINTS = {
     ROLLED_BACK: "a restored backup or a stale standby answers for the provider: point the "
     "binding at the current one; if the provider was replaced on purpose, accept its "
     "generation with xce-plan --accept-generation NAME",
-}
+    CANNOT_ACCEPT: "accept a generation from a live gather in which the provider answers, with "
+    "the state store it is recorded in (--state)",
+    NOT_BOUND: "check the provider name",
+    BAD_BINDINGS: "pass the bindings.json the compiler wrote",
+    SNAPSHOT_UNREADABLE: "pass the path of a live map JSON file",
+    SNAPSHOT_NEWER: "export it with the xce-gitops version that plans it, or upgrade",
+    SNAPSHOT_UNREPORTED: "export the snapshot again once the provider answers; until then its "
+    "entries are unknown and nothing is planned for them",
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +170,7 @@ def _failed(provider: str, err: ProviderError, code: str | None = None) -> _Repo
         message = f"provider '{provider}' could not report its inventory: {message}"
     code = code or _BY_CODE.get(err.code, REFUSED)
     severity = Severity.ERROR if code == BAD_BINDING else Severity.WARNING
-    problem = Problem(code, message, _HINTS[code], severity=severity, subject=provider)
+    problem = HINTS.problem(code, message, provider, severity=severity)
     return _Report(provider, reason=f"{err.code.value}: {message}", problem=problem)
 
 
@@ -179,8 +188,7 @@ def _parse_inventory(provider: str, result: Mapping[str, Any]) -> _Report:
         return _garbage(provider, "inventory needs a boolean 'complete' and an 'entries' list")
     if not result["complete"]:
         message = f"provider '{provider}' reported a partial inventory (complete: false)"
-        problem = Problem(PARTIAL, message, _HINTS[PARTIAL], severity=Severity.WARNING,
-                          subject=provider)
+        problem = HINTS.problem(PARTIAL, message, provider, severity=Severity.WARNING)
         return _Report(provider, generation=generation, reason=message, problem=problem)
     parsed: dict[str, Entry] = {}
     for i, doc in enumerate(entries):
@@ -236,9 +244,8 @@ def _merge(reports: Iterable[_Report]) -> _Merged:
         del merged[entry_id]
         both = " and ".join(f"'{n}'" for n in names)
         contested[entry_id] = f"reported by providers {both}, so neither report is trusted"
-        problems.append(Problem(
-            DUPLICATE, f"entry {entry_id} is {contested[entry_id]}: it is unknown",
-            _HINTS[DUPLICATE], subject=entry_id))
+        problems.append(HINTS.problem(
+            DUPLICATE, f"entry {entry_id} is {contested[entry_id]}: it is unknown", entry_id))
     return _Merged(merged, contested, problems)
 
 
@@ -257,8 +264,7 @@ def gather_live(
         try:
             bindings = Bindings.from_json(bindings)
         except BindingError as err:
-            problem = Problem(BAD_BINDINGS, str(err), "pass the bindings.json the compiler wrote",
-                              subject="bindings")
+            problem = HINTS.problem(BAD_BINDINGS, str(err), "bindings")
             return LiveResult(SupplyMap(entries={}, owner=owner), (problem,))
     return _gathered(bindings, workdir, owner, max_workers, only)
 
@@ -267,8 +273,7 @@ def _gathered(bindings: Bindings, workdir: Path, owner: str, max_workers: int,
               only: Collection[str] | None) -> LiveResult:
     providers = bindings.names
     problems: list[Problem] = [
-        Problem(NOT_BOUND, f"provider '{name}' is not bound", "check the provider name",
-                subject=name)
+        HINTS.problem(NOT_BOUND, f"provider '{name}' is not bound", name)
         for name in sorted(set(only or ()) - set(providers))
     ]
     asked = sorted(n for n in providers if only is None or n in only)
@@ -309,8 +314,7 @@ def distrust_rollbacks(live: SupplyMap, recorded: Mapping[str, int]) -> LiveResu
         message = (f"provider '{name}' reports inventory generation {gen}, lower than "
                    f"generation {seen} recorded in the state store")
         unknown[name] = f"{message}; its inventory is not trusted"
-        problems.append(Problem(ROLLED_BACK, message, _HINTS[ROLLED_BACK],
-                                severity=Severity.WARNING, subject=name))
+        problems.append(HINTS.problem(ROLLED_BACK, message, name, severity=Severity.WARNING))
     entries = {k: e for k, e in live.entries.items() if e.provider not in behind}
     return LiveResult(replace(live, entries=entries, unknown=dict(sorted(unknown.items()))),
                       tuple(problems))
@@ -324,9 +328,8 @@ def trust_generations(live: SupplyMap, store: StateStore | None, site: str, *,
     present generation is recorded even though it is lower (``xce-plan --accept-generation``).
     """
     refused = [
-        Problem(CANNOT_ACCEPT, f"cannot accept the generation of provider '{name}': {why}",
-                "accept a generation from a live gather in which the provider answers, with "
-                "the state store it is recorded in (--state)", subject=name)
+        HINTS.problem(CANNOT_ACCEPT, f"cannot accept the generation of provider '{name}': "
+                      f"{why}", name)
         for name in sorted(accept)
         if (why := _unacceptable(live, name, store, gathered)) is not None
     ]
@@ -360,10 +363,9 @@ def _schema_problem(doc: Mapping[str, Any], file: str) -> Problem | None:
         return Problem(SNAPSHOT_SHAPE, f"'schema' must be a whole number ≥ 1, got {schema!r}",
                        "", Where(file, ("schema",)))
     if schema > SCHEMA_VERSION:
-        return Problem(SNAPSHOT_NEWER, f"the live map has schema {schema}; this xce-gitops "
-                       f"reads up to schema {SCHEMA_VERSION}",
-                       "export it with the xce-gitops version that plans it, or upgrade",
-                       Where(file, ("schema",)))
+        return HINTS.problem(SNAPSHOT_NEWER, f"the live map has schema {schema}; this "
+                             f"xce-gitops reads up to schema {SCHEMA_VERSION}",
+                             where=Where(file, ("schema",)))
     return None
 
 
@@ -462,9 +464,8 @@ def _listed(problems: list[Problem], file: str) -> list[Problem]:
 
 def _snapshot_reader(file: str) -> MapReader:
     return MapReader(
-        unreadable=lambda err: Problem(
-            SNAPSHOT_UNREADABLE, f"cannot read live map: {err.strerror}",
-            "pass the path of a live map JSON file", Where(file)),
+        unreadable=lambda err: HINTS.problem(
+            SNAPSHOT_UNREADABLE, f"cannot read live map: {err.strerror}", where=Where(file)),
         not_json=lambda err: Problem(SNAPSHOT_NOT_JSON, f"live map is not valid JSON: {err.msg}",
                                      "", Where(file, line=err.lineno, column=err.colno)),
         malformed=lambda err: Problem(SNAPSHOT_SHAPE, f"not a live map ({err})", "",

@@ -7,25 +7,38 @@ CLIs only parse arguments, call these, render and choose an exit code.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from compiler.bindings import BindingError, Bindings
 from compiler.gc_pause import gc_paused
-from compiler.problems import Problem, Problems, Severity, UserError
+from compiler.problems import Hints, Problem, Problems, Severity, UserError
 from compiler.supply_map import MapReader, SupplyMap, read_json, read_map
 from reconciler.dataset_versions import VersionSources, enforce_versions, explain_corrections
-from reconciler.live import LiveResult, gather_live, load_live_snapshot, trust_generations
+from reconciler.live import HINTS as LIVE_HINTS
+from reconciler.live import (
+    SNAPSHOT_UNREPORTED,
+    LiveResult,
+    gather_live,
+    load_live_snapshot,
+    trust_generations,
+)
 from reconciler.plan.model import Plan
 from reconciler.planner import make_plan
 from reconciler.state.store import StateStore
 
 DEFAULT_WORKDIR = ".xce"
 STATE_FILE = "state.sqlite"  # the embedded state store, inside the workdir
+DRIFT_FILE = "drift.json"  # beside the compiled map: the site's drift rules and email
 # the problem codes, named once as in reconciler/apply/codes.py
 NOT_COMPILED = "XCE780"  # a file xce-compile writes is unreadable or not its format
 NO_SITE = "XCE781"
+HINTS = Hints({
+    NOT_COMPILED: "compile it again with xce-compile",
+    NO_SITE: "pass the site-config folder or --desired FILE",
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +50,8 @@ class Desired:
     digest: str
     warnings: tuple[Problem, ...] = ()
     versions: VersionSources | None = None  # where datasets are written (not from a map file)
+    # build/drift.json: how xce-drift screens and mails drift (compiler/model/drift.py)
+    drift: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +71,8 @@ def default_workdir(site_dir: Path | None, desired_file: Path | None) -> Path:
 
 def _compiled_reader(path: Path, what: str) -> MapReader:
     """The problems of a file xce-compile writes (the map, its bindings): XCE780."""
-    def problem(message: str, hint: str = "compile it again with xce-compile") -> Problem:
-        return Problem(NOT_COMPILED, message, hint, subject=str(path))
+    def problem(message: str, hint: str | None = None) -> Problem:
+        return HINTS.problem(NOT_COMPILED, message, str(path), hint)
 
     return MapReader(
         unreadable=lambda err: problem(f"cannot read the {what}: {err.strerror}",
@@ -87,17 +102,21 @@ def load_compiled(desired_file: Path) -> Desired:
     supply = decoded.supply
     # Without the site folder, site-relative inputs resolve against the current folder.
     bindings = _read_bindings(desired_file.parent / "bindings.json", Path.cwd())
-    return Desired(supply, bindings, str(decoded.header.get("digest") or supply.content_digest()))
+    drift = desired_file.parent / DRIFT_FILE  # none beside a map compiled before it existed
+    return Desired(supply, bindings, str(decoded.header.get("digest") or supply.content_digest()),
+                   drift=read_json(drift, _compiled_reader(drift, "drift settings"))
+                   if drift.exists() else {})
 
 
-def compile_desired(site_dir: Path) -> Desired:
+def compile_desired(site_dir: Path, policies: Path | None = None) -> Desired:
+    """Compile the site (with ``policies``: --policies, else the folder docs/policies.md says)."""
     problems = Problems()
     # Imported here: the language models and gitpython cost 0.2 s of start-up that a plan
     # from a compiled map (--desired) does not need.
     from compiler.compile import compile_site, located
     from compiler.revision import site_revision
 
-    compiled, files = compile_site(site_dir, problems)
+    compiled, files = compile_site(site_dir, problems, policies)
     shown = located(problems, files)
     if compiled is None or any(p.severity is Severity.ERROR for p in shown):
         raise UserError(shown)
@@ -107,16 +126,24 @@ def compile_desired(site_dir: Path) -> Desired:
                        dirty=revision.dirty, settings=s.settings)
     bindings = Bindings.from_json(compiled.bindings, site_dir)
     return Desired(supply, bindings, supply.content_digest(), tuple(shown),
-                   VersionSources.of(compiled.document, files))
+                   VersionSources.of(compiled.document, files), compiled.drift.to_json())
 
 
-def load_desired(site_dir: Path | None, desired_file: Path | None) -> Desired:
+def load_desired(site_dir: Path | None, desired_file: Path | None,
+                 policies: Path | None = None) -> Desired:
     if desired_file is not None:
         return load_compiled(desired_file)
     if site_dir is None:
-        raise UserError([Problem(NO_SITE, "no site given",
-                                 "pass the site-config folder or --desired FILE")])
-    return compile_desired(site_dir)
+        raise UserError([HINTS.problem(NO_SITE, "no site given")])
+    return compile_desired(site_dir, policies)
+
+
+def unreported(live: Live) -> list[Problem]:
+    """The providers a live-map snapshot lists as unknown, as warnings: they explain why
+    ``xce-plan --live FILE`` exits 1 although the file itself is sound."""
+    return [LIVE_HINTS.problem(SNAPSHOT_UNREPORTED, f"the live map says provider {name} did "
+                               f"not report: {why}", name, severity=Severity.WARNING)
+            for name, why in sorted(live.supply.unknown.items())]
 
 
 def gather(desired: Desired, workdir: Path, live_file: Path | None = None,

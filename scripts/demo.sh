@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the example site with the embedded defaults:
-# compile → plan → apply → drift check (a plan that must show nothing to do).
+# compile → plan → apply → drift check (a plan that must show nothing to do), then drift
+# made on purpose and reported by xce-drift (build/drift.html, build/drift.txt).
 # Everything lives in <site>/.xce (controller map, state store, provider roots) and build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,5 +34,14 @@ echo
 echo "== 5. drift check: plan again; live now matches desired (exit 0 = nothing to do)"
 rc=0; xce-plan "$site" || rc=$?
 [ "$rc" -eq 0 ] || { echo "drift check exited $rc, expected 0"; exit 1; }
+
 echo
-echo "Done: compiled, planned, applied, and no drift. Look around in $workdir/ and build/."
+echo "== 6. drift on purpose: bob's directory removed by hand, cn0001 reported lost"
+rm -rf "$workdir/fs/shared/xce/bob"
+xce-map --site "$site" report lost cn0001   # the node manager: the machine died
+rc=0; xce-drift "$site" --out build/drift.html --out build/drift.txt > /dev/null || rc=$?
+[ "$rc" -eq 2 ] || { echo "xce-drift exited $rc, expected 2 (drift)"; exit 1; }
+sed -n '3,7p' build/drift.txt
+echo "  The drift report: build/drift.txt (text) and build/drift.html (open it in a browser)"
+echo
+echo "Done: compiled, planned, applied, no drift, then drift reported. Look around in $workdir/ and build/."

@@ -13,6 +13,7 @@ if [ -z "${XCE_TEST_PG_URL:-}" ]; then
   pg_started=1
 fi
 echo "PostgreSQL for tests: ${XCE_TEST_PG_URL%%\?*}"
+bash scripts/system-packages.sh  # scontrol (hostlists against real Slurm), chromium (HTML report)
 
 echo "== ruff"; ruff check compiler reconciler tests benchmarks
 echo "== mypy (strict)"; mypy

@@ -3,47 +3,109 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
+from compiler import codes
 from compiler.checks.index import Index
 from compiler.model.document import SiteDocument
 from compiler.model.pools import LicensePool
+from compiler.model.quotas import Grant
+from compiler.model.volumes import Volume
 from compiler.problems import Problems, Where
 from compiler.units import format_size
 
-BAD_LOCATION_CODES = ("XCE301", "XCE304")  # unknown name, not a location
+BAD_LOCATION_CODES = (codes.UNKNOWN_NAME, codes.NOT_A_LOCATION)
+
+
+# How many of the quotas already using a capacity a message names, the largest first.
+NAMED_USERS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class _Capacity:
+    """What a quota target holds: its amount, the key that sets it, and how to show amounts."""
+
+    amount: int
+    field: str
+    unit: Callable[[int], str]
+    what: str  # "the volume's capacity", "the pool's seats"
+
+
+def _capacity_of(item: Any) -> _Capacity:
+    if isinstance(item, LicensePool):  # a count, borrowing included
+        borrowed = item.borrow.max if item.borrow else 0
+        return _Capacity(item.amount + borrowed, "amount", str, "the pool's seat count")
+    what = "the volume's capacity" if isinstance(item, Volume) else "the pool's capacity"
+    return _Capacity(item.capacity, "capacity", format_size, what)
+
+
+def _used_by(grants: list[tuple[Grant, Where]], cap: _Capacity) -> str:
+    """``alice (4TiB), bob (4TiB) and 3 more``: the quotas already there, largest first."""
+    largest = sorted(grants, key=lambda g: (-g[0].limit, g[0].subject))
+    named = ", ".join(f"{g.subject} ({cap.unit(g.limit)})" for g, _ in largest[:NAMED_USERS])
+    rest = len(largest) - NAMED_USERS
+    return named + (f" and {rest:,} more" if rest > 0 else "")
+
+
+def _over(
+    target: tuple[str, str, str], grants: list[tuple[Grant, Where]], cap: _Capacity
+) -> tuple[int, str] | None:
+    """The first quota, in file order, that the capacity cannot hold, and the message."""
+    kind, name, scope = target
+    used, i = 0, 0
+    while used + grants[i][0].limit <= cap.amount:
+        used += grants[i][0].limit
+        i += 1
+        if i == len(grants):
+            return None
+    grant = grants[i][0]
+    total = sum(g.limit for g, _ in grants)
+    head = (
+        f"{scope} quota '{grant.subject}' ({cap.unit(grant.limit)}) on {kind} '{name}' does not "
+        f"fit: {cap.what} {cap.unit(cap.amount)}"
+    )
+    if i:
+        head += (
+            f" is already used {cap.unit(used)} by the {scope} quotas before it: "
+            f"{_used_by(grants[:i], cap)}"
+        )
+    else:
+        head += " is less than this quota alone"
+    over = total - cap.amount
+    return i, f"{head}; all {scope} quotas add up to {cap.unit(total)}, {cap.unit(over)} too many"
 
 
 def check_quotas(doc: SiteDocument, index: Index, problems: Problems) -> None:
-    """Per target and scope (user / project), the sum of limits must fit the capacity."""
-    sums: dict[tuple[str, str, str], int] = defaultdict(int)
-    first: dict[tuple[str, str, str], Where] = {}
+    """Per target and scope (user / project), the limits must fit the capacity together.
+    Reported once per target and scope, at the first quota (in file order) that does not fit
+    beside those before it, so the place named is where the capacity ran out."""
+    grants: dict[tuple[str, str, str], list[tuple[Grant, Where]]] = defaultdict(list)
     for q in doc.quotas:
         kind, target = q.item.target
         for grant in q.item.grants():
-            key = (kind, target, grant.scope)
-            sums[key] += grant.limit
-            first.setdefault(key, q.where)
-    for (kind, name, scope), total in sorted(sums.items()):
+            grants[(kind, target, grant.scope)].append((grant, q.where.child(*grant.ypath)))
+    for key, listed in sorted(grants.items()):
+        kind, name, _ = key
         loc = (index.volumes if kind == "volume" else index.pools).items.get(name)
         if loc is None or getattr(loc.item, "overcommit", False):
             continue
-        if isinstance(loc.item, LicensePool):  # a count, borrowing included
-            field, cap = "amount", loc.item.amount + (loc.item.borrow.max if loc.item.borrow else 0)
-            shown = (str(total), str(cap))
-        else:  # a volume or a storage pool: bytes
-            field, cap = "capacity", loc.item.capacity
-            shown = (format_size(total), format_size(cap))
-        if total > cap:
-            problems.error(
-                "XCE401",
-                f"{scope} quotas on {kind} '{name}' add up to {shown[0]}, more than its "
-                f"capacity {shown[1]}",
-                "lower the quotas, raise the capacity, or declare 'overcommit: true' on the volume"
-                if kind == "volume"
-                else "lower the quotas or raise the pool's capacity",
-                first[(kind, name, scope)],
-                also=[loc.where.child(field)],
-            )
+        cap = _capacity_of(loc.item)
+        found = _over(key, listed, cap)
+        if found is None:
+            continue
+        i, message = found
+        problems.error(
+            codes.QUOTAS_OVER_CAPACITY,
+            message,
+            "lower this quota or those before it, raise the capacity, or declare "
+            "'overcommit: true' on the volume"
+            if kind == "volume"
+            else "lower this quota or those before it, or raise the pool's capacity",
+            listed[i][1],
+            also=[loc.where.child(cap.field)],
+        )
 
 
 def check_caches(doc: SiteDocument, index: Index, problems: Problems) -> None:
@@ -63,7 +125,7 @@ def check_caches(doc: SiteDocument, index: Index, problems: Problems) -> None:
                 ):
                     continue
                 problems.error(
-                    "XCE305",
+                    codes.NO_CACHE,
                     f"no cache is declared at '{copy.location}' for a copy of "
                     f"{d.item.name}@{d.item.version}",
                     f"add a 'caches:' item for {copy.location} with its capacity and provider",
@@ -72,7 +134,7 @@ def check_caches(doc: SiteDocument, index: Index, problems: Problems) -> None:
                 continue
             if cache.item.provider != copy.provider:
                 problems.error(
-                    "XCE411",
+                    codes.COPY_PROVIDER_MISMATCH,
                     f"copy uses provider '{copy.provider}' but the cache at '{copy.location}' is "
                     f"held by '{cache.item.provider}'",
                     f"use provider: {cache.item.provider}",
@@ -83,7 +145,7 @@ def check_caches(doc: SiteDocument, index: Index, problems: Problems) -> None:
         cache = index.caches.items[location]
         if total > cache.item.capacity:
             problems.error(
-                "XCE402",
+                codes.CACHE_OVER_CAPACITY,
                 f"dataset copies at '{location}' need {format_size(total)}, more than its cache "
                 f"capacity {format_size(cache.item.capacity)}",
                 "raise the cache capacity or remove copies from this location",
@@ -95,7 +157,7 @@ def check_warnings(doc: SiteDocument, problems: Problems) -> None:
     for v in doc.volumes:
         if not v.item.mounted_by:
             problems.warning(
-                "XCE501",
+                codes.VOLUME_NOT_MOUNTED,
                 f"volume '{v.item.name}' is mounted by no host group",
                 "list the groups that mount it under 'mounted_by:'; no job can use it otherwise",
                 v.where.child("name"),
@@ -103,7 +165,7 @@ def check_warnings(doc: SiteDocument, problems: Problems) -> None:
     for d in doc.datasets:
         if not d.item.copies:
             problems.warning(
-                "XCE502",
+                codes.DATASET_WITHOUT_COPY,
                 f"dataset {d.item.name}@{d.item.version} has no copy",
                 "add 'copies:' so jobs can find it at a location",
                 d.where.child("name"),

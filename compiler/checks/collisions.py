@@ -8,6 +8,7 @@ caches) and a dataset copy (``dataset-copy/<dataset>@<location>``).
 
 from __future__ import annotations
 
+from compiler import codes
 from compiler.checks.hosts import HostTable
 from compiler.checks.index import Index
 from compiler.model.document import SiteDocument
@@ -35,7 +36,8 @@ def check_quota_ids(doc: SiteDocument, problems: Problems) -> None:
                     f"both be quota/{target}/{grant.scope}/{grant.subject}"
                 )
                 hint = "rename the volume or the pool: a quota's id names its target only"
-            problems.error("XCE302", message, hint, where.at_key(), also=[first[1].at_key()])
+            problems.error(codes.DEFINED_TWICE, message, hint, where.at_key(),
+                           also=[first[1].at_key()])
 
 
 def _host_counters(host: str, doc: SiteDocument, index: Index, hosts: HostTable) -> set[str]:
@@ -62,7 +64,7 @@ def check_counter_ids(
         cache = index.caches.items.get(location)
         if name == "cache" and cache is not None:
             problems.error(
-                "XCE302",
+                codes.DEFINED_TWICE,
                 f"counter 'cache@{location}' is defined twice: the cache at {location} is "
                 "that counter (its capacity)",
                 "rename this counter",
@@ -73,7 +75,7 @@ def check_counter_ids(
         if kind == "host" and name in _host_counters(host, doc, index, hosts):
             group = index.groups.items[hosts.group_of[host]]
             problems.error(
-                "XCE302",
+                codes.DEFINED_TWICE,
                 f"counter '{name}@{location}' is defined twice: host group "
                 f"'{group.item.name}' already gives {host} a '{name}' counter",
                 "set it in the group's 'overrides:' for this host instead",
@@ -91,7 +93,7 @@ def check_copy_ids(doc: SiteDocument, problems: Problems) -> None:
                 first[copy.location] = where
                 continue
             problems.error(
-                "XCE302",
+                codes.DEFINED_TWICE,
                 f"two copies of {d.item.name}@{d.item.version} at '{copy.location}'",
                 "a location holds one copy of a dataset; remove one",
                 where,

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler import codes
 from compiler.model.document import Located, SiteDocument
 from compiler.problems import Problems
 
@@ -38,7 +39,7 @@ def _collect(
         first = ns.items.get(name)
         if first is not None:
             problems.error(
-                "XCE302",
+                codes.DEFINED_TWICE,
                 f"{what} '{name}' is defined twice",
                 "rename one of them or merge the two definitions",
                 loc.where.child("name") if hasattr(loc.item, "name") else loc.where,

@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
+from compiler import codes
 from compiler.bindings import IMPLICIT_CONTROLLER
 from compiler.checks.index import Index
 from compiler.model.document import Located, SiteDocument
@@ -33,7 +34,7 @@ def _check_kind(index: Index, use: str, name: str, where: Where, problems: Probl
     if kind is None or kind in CAN_HOLD[use]:
         return
     problems.error(
-        "XCE405",
+        codes.WRONG_PROVIDER_KIND,
         f"provider '{name}' is of kind '{kind}', which cannot hold a {use}",
         f"bind a provider of kind {' or '.join(CAN_HOLD[use])}",
         where,
@@ -69,7 +70,7 @@ def check_provider_kinds(doc: SiteDocument, index: Index, problems: Problems) ->
     taken = index.providers.items.get(IMPLICIT_CONTROLLER)
     if not maps and taken is not None:
         problems.error(
-            "XCE409",
+            codes.CONTROLLER_MAP_CLASH,
             f"provider '{IMPLICIT_CONTROLLER}' is of kind '{taken.item.kind}', but a site with no "
             "controller-map provider gets an embedded one of that name",
             "rename this provider, or declare the site's controller-map provider",
@@ -77,7 +78,7 @@ def check_provider_kinds(doc: SiteDocument, index: Index, problems: Problems) ->
         )
     for extra in maps[1:]:
         problems.error(
-            "XCE409",
+            codes.CONTROLLER_MAP_CLASH,
             f"a second controller-map provider '{extra.item.name}'",
             "a site has one controller map; remove one of them",
             extra.where.child("kind"),
@@ -94,7 +95,7 @@ def check_cache_locations(doc: SiteDocument, index: Index, problems: Problems) -
             continue
         provider = index.providers.items[cache.item.provider]
         problems.error(
-            "XCE410",
+            codes.CACHE_LOCATION_MISMATCH,
             f"the cache at '{cache.item.location}' is held by '{cache.item.provider}', which "
             f"keeps its copies at '{params.location}' (its params.location)",
             f"set the provider's location to {cache.item.location}, or bind this cache to the "
@@ -108,14 +109,14 @@ def _check_command(p: Located[Provider], problems: Problems) -> None:
     external = p.item.kind in EXTERNAL_KINDS
     if external and not p.item.command:
         problems.error(
-            "XCE408",
+            codes.COMMAND_MISMATCH,
             f"provider '{p.item.name}' of kind '{p.item.kind}' has no 'command'",
             "give the program to run as a list, e.g. command: [/opt/xce/providers/cloud]",
             p.where.child("kind"),
         )
     if not external and p.item.command:
         problems.error(
-            "XCE408",
+            codes.COMMAND_MISMATCH,
             f"built-in provider '{p.item.name}' ({p.item.kind}) takes no 'command'",
             "remove 'command:' or use kind exec/jsonl",
             p.where.child("command").at_key(),
@@ -131,7 +132,7 @@ def check_proxies(doc: SiteDocument, index: Index, problems: Problems) -> None:
         for name in px.item.standby:
             if name in px.item.active:
                 problems.error(
-                    "XCE404",
+                    codes.TWO_ACTIVE_PROXIES,
                     f"proxy '{px.item.name}' lists provider '{name}' as both active and standby",
                     "a standby must be another proxy",
                     px.where.child("standby", px.item.standby.index(name)),
@@ -150,7 +151,7 @@ def check_proxies(doc: SiteDocument, index: Index, problems: Problems) -> None:
         holders = active.get(name, [])
         if not holders and name not in maybe_served:
             problems.error(
-                "XCE403",
+                codes.NO_ACTIVE_PROXY,
                 f"provider '{name}' is served by no active proxy",
                 f"add '{name}' to the 'active:' list of one proxy",
                 p.where.child("name"),
@@ -158,7 +159,7 @@ def check_proxies(doc: SiteDocument, index: Index, problems: Problems) -> None:
         elif len(holders) > 1:
             names = ", ".join(h.item.name for h in holders)
             problems.error(
-                "XCE404",
+                codes.TWO_ACTIVE_PROXIES,
                 f"provider '{name}' has {len(holders)} active proxies ({names})",
                 "keep it active on one proxy and list it under 'standby:' on the others",
                 holders[1].where.child("active"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from compiler import codes
 from compiler.checks.hosts import HostTable
 from compiler.checks.index import Index, Namespace
 from compiler.checks.providers import provider_uses
@@ -17,7 +18,7 @@ def _ref(ns: Namespace, name: str, where: Where, problems: Problems) -> bool:
         return True
     shown = visible(name)
     hint = did_you_mean(name, ns.known()) or f"define {ns.what} '{shown}' or fix the name"
-    problems.error("XCE301", f"unknown {ns.what} '{shown}'", hint, where)
+    problems.error(codes.UNKNOWN_NAME, f"unknown {ns.what} '{shown}'", hint, where)
     return False
 
 
@@ -30,7 +31,7 @@ def check_location(
     kind, sep, name = text.partition("/")
     if not sep or kind not in LOCATION_KINDS[1:] or not name:
         problems.error(
-            "XCE304",
+            codes.NOT_A_LOCATION,
             f"'{visible(text)}' is not a location",
             "write site, group/<name>, pool/<name> or host/<name>",
             where,
@@ -43,7 +44,7 @@ def check_location(
     if hosts.location_exists(name):
         return True
     hint = did_you_mean(name, hosts.group_of.keys()) or "hosts are defined by host_groups"
-    problems.error("XCE301", f"unknown host '{visible(name)}'", hint, where)
+    problems.error(codes.UNKNOWN_NAME, f"unknown host '{visible(name)}'", hint, where)
     return False
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from compiler import codes
 from compiler.model.document import SiteDocument
 from compiler.problems import Problems, Where
 from compiler.secrets import REFERENCE_FORMS, is_reference, is_secret_key
@@ -30,7 +31,7 @@ def _walk_params(params: Any, where: Where, problems: Problems, secret_key: str 
         and not is_reference(params)
     ):
         problems.error(
-            "XCE407",
+            codes.LITERAL_SECRET,
             f"'{secret_key}' looks like a secret and has a literal value (not shown)",
             f"move the value to credentials as a reference: {REFERENCE_FORMS}",
             where,
@@ -42,7 +43,7 @@ def check_secrets(doc: SiteDocument, problems: Problems) -> None:
         for key, ref in p.item.credentials.items():
             if not is_reference(ref):
                 problems.error(
-                    "XCE407",
+                    codes.LITERAL_SECRET,
                     f"credential '{key}' of provider '{p.item.name}' is not a reference "
                     "(the value is not shown)",
                     "write env:NAME (an environment variable) or file:/path (a file) instead",

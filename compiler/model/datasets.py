@@ -5,8 +5,10 @@ from __future__ import annotations
 import unicodedata
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, WithJsonSchema
+from pydantic import AfterValidator, Field
 
+from compiler.model import forms
+from compiler.model.forms import JsonForm
 from compiler.model.types import DatasetName, Description, Name, Size, Strict, Version
 from compiler.names import invisible_reason
 
@@ -33,26 +35,23 @@ def _one_line(text: str) -> str:
         raise ValueError(f"the reason has {len(text)} characters; at most {MAX_REASON} are shown")
     why = invisible_reason(text) or _line_break_reason(text)
     if why is not None:
-        raise ValueError(f"the reason cannot be shown as written: {why}; write it as one line "
-                         "of plain text")
+        raise ValueError(
+            f"the reason cannot be shown as written: {why}; write it as one line of plain text"
+        )
     return text
 
 
-Reason = Annotated[
-    str,
-    AfterValidator(_one_line),
-    WithJsonSchema({"type": "string", "maxLength": MAX_REASON,
-                    "pattern": r"^[^\n\r]*\S[^\n\r]*$",
-                    "description": "why the applied version is corrected in place; one line, "
-                    "shown on the plan's actions"}),
-]
+Reason = Annotated[str, AfterValidator(_one_line), JsonForm(lambda: forms.reason_form(MAX_REASON))]
 
 
 class Replaced(Strict):
     """The applied version a correction replaces, exactly as the cluster has it."""
 
-    digest: Digest
-    size: Size
+    digest: Digest = Field(
+        description="the digest of the version as it was applied",
+        examples=["sha256:" + "0" * 63 + "1"],
+    )
+    size: Size = Field(description="the size of the version as it was applied", examples=["150GiB"])
 
 
 class Correction(Strict):
@@ -62,24 +61,65 @@ class Correction(Strict):
     does not let a later edit of the same version through.
     """
 
-    reason: Reason
-    replaces: Replaced
+    reason: Reason = Field(
+        description="why the applied version is corrected in place: one line, shown on the "
+        "plan's actions",
+        examples=["the first upload of train/ was truncated; re-uploaded 2026-11-30"],
+    )
+    replaces: Replaced = Field(
+        description="the version exactly as it was applied (XCE790's hint prints it)",
+        examples=[{"digest": "sha256:" + "0" * 63 + "1", "size": "150GiB"}],
+    )
 
 
 class Copy(Strict):
-    location: str
-    provider: Name
+    location: str = Field(
+        description="where the copy should be: a location with a cache", examples=["group/gpu"]
+    )
+    provider: Name = Field(
+        description="the provider of that location's cache", examples=["gpu-cache"]
+    )
 
 
 class Dataset(Strict):
-    name: DatasetName
-    version: Version
-    description: Description = ""
-    size: Size
-    digest: Digest
-    source: str
-    copies: list[Copy] = Field(default_factory=list)
-    correction: Correction | None = None
+    name: DatasetName = Field(
+        description="the dataset's name; name@version is unique", examples=["imagenet"]
+    )
+    version: Version = Field(
+        description="the version: a whole number or a text; quote one that YAML reads "
+        'otherwise ("3.10")',
+        examples=[3, "2024-06"],
+    )
+    description: Description = Field(
+        default="",
+        description="what the dataset is, for people",
+        examples=["ImageNet-1k training set"],
+    )
+    size: Size = Field(
+        description="charged to the cache of every location holding a copy", examples=["150GiB"]
+    )
+    digest: Digest = Field(
+        description="the digest a staged copy is verified against (xce-digest PATH)",
+        examples=["sha256:" + "0" * 63 + "1"],
+    )
+    source: str = Field(
+        description="where the provider fetches the dataset from", examples=["imagenet@3"]
+    )
+    copies: list[Copy] = Field(
+        default_factory=list,
+        description="where copies should be, one per location",
+        examples=[[{"location": "group/gpu", "provider": "gpu-cache"}]],
+    )
+    correction: Correction | None = Field(
+        default=None,
+        description="an explicit in-place fix of a version already applied",
+        examples=[
+            {
+                "reason": "the upload was truncated",
+                "replaces": {"digest": "sha256:" + "0" * 63 + "1", "size": "150GiB"},
+            }
+        ],
+    )
 
     @property
     def ident(self) -> str:
@@ -90,6 +130,13 @@ class Dataset(Strict):
 class Cache(Strict):
     """A location's dataset cache: its capacity is charged by the copies held there."""
 
-    location: str
-    capacity: Size
-    provider: Name
+    location: str = Field(
+        description="the location of the cache, one per location", examples=["group/gpu"]
+    )
+    capacity: Size = Field(
+        description="what the copies at the location may add up to", examples=["40TiB"]
+    )
+    provider: Name = Field(
+        description="the dataset-copy (or external) provider that holds the copies",
+        examples=["gpu-cache"],
+    )

@@ -13,7 +13,9 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from compiler import codes
 from compiler.model.datasets import Cache, Dataset
+from compiler.model.drift import DriftParts, read_section
 from compiler.model.errors import problems_from
 from compiler.model.hosts import HostGroup
 from compiler.model.pools import CustomCounter, LicensePool, StoragePool
@@ -64,6 +66,7 @@ TOP_KEYS = (
     "providers",
     "proxies",
     "policy",
+    "drift",
 )
 POOL_KEYS = ("licenses", "storage", "counters")
 # The key that names an item of a list section, where it is not ``name``.
@@ -83,6 +86,8 @@ class SiteDocument:
     invalid_items: dict[tuple[str, ...], list[Any]] = field(default_factory=dict)
     # A built-in provider's params as validated by its kind's model, by provider name.
     params: dict[str, BaseModel] = field(default_factory=dict)
+    # The ``drift:`` sections' rules, waivers and notify, each with its place.
+    drift: DriftParts = field(default_factory=DriftParts)
 
     def section(self, path: tuple[str, ...]) -> list[Located[Any]]:
         return self.items.get(path, [])
@@ -133,7 +138,7 @@ def _check_version(src: SourceFile, problems: Problems) -> bool:
     where = Where(src.path, ("version",))
     if "version" not in data:
         problems.error(
-            "XCE003",
+            codes.NO_VERSION,
             "missing 'version:' key",
             f"add 'version: {LANGUAGE_VERSION}' at the top of the file",
             Where(src.path, line=1, column=1),
@@ -142,7 +147,7 @@ def _check_version(src: SourceFile, problems: Problems) -> bool:
     v = data["version"]
     if isinstance(v, bool) or not isinstance(v, int):
         problems.error(
-            "XCE003",
+            codes.NO_VERSION,
             f"'version' must be a whole number, got {v!r}",
             f"write 'version: {LANGUAGE_VERSION}'",
             where,
@@ -150,7 +155,7 @@ def _check_version(src: SourceFile, problems: Problems) -> bool:
         return False
     if v > LANGUAGE_VERSION:
         problems.error(
-            "XCE004",
+            codes.UNKNOWN_VERSION,
             f"file is written for language version {v}; this compiler reads version "
             f"{LANGUAGE_VERSION}",
             "upgrade xce-gitops, or write the file for version 1",
@@ -159,7 +164,8 @@ def _check_version(src: SourceFile, problems: Problems) -> bool:
         return False
     if v < 1:
         problems.error(
-            "XCE004", f"unknown language version {v}", f"write 'version: {LANGUAGE_VERSION}'", where
+            codes.UNKNOWN_VERSION, f"unknown language version {v}",
+            f"write 'version: {LANGUAGE_VERSION}'", where,
         )
         return False
     return True
@@ -167,13 +173,46 @@ def _check_version(src: SourceFile, problems: Problems) -> bool:
 
 def _unknown_keys(
     data: dict[Any, Any], allowed: Sequence[str], base: Where, problems: Problems
-) -> None:
-    for key in data:
-        if key not in allowed:
-            hint = did_you_mean(str(key), allowed) or f"allowed keys here: {', '.join(allowed)}"
-            problems.error(
-                "XCE101", f"unknown key '{visible(str(key))}'", hint, base.child(str(key)).at_key()
-            )
+) -> list[Any]:
+    """Report each key not in ``allowed``; returns them."""
+    unknown = [key for key in data if key not in allowed]
+    for key in unknown:
+        hint = did_you_mean(str(key), allowed) or f"allowed keys here: {', '.join(allowed)}"
+        problems.error(
+            codes.UNKNOWN_KEY, f"unknown key '{visible(str(key))}'", hint,
+            base.child(str(key)).at_key(),
+        )
+    return unknown
+
+
+def _section(data: dict[Any, Any], pools: Any, path: tuple[str, ...]) -> Any:
+    """The raw value of a list section: ``data[path[0]]``, or a list under ``pools:``."""
+    if len(path) == 1:
+        return data.get(path[0])
+    return pools.get(path[1]) if isinstance(pools, dict) else None
+
+
+def _excuse(doc: SiteDocument, path: tuple[str, ...], raw: Any) -> None:
+    """Items of a section that were not validated still count as defined: their names (so
+    references to them report nothing), and the raw items (for checks that read what they
+    name, such as a proxy's ``active:`` list)."""
+    if not isinstance(raw, list):
+        return
+    for item in raw:
+        doc.invalid_items.setdefault(path, []).append(item)
+        name = item.get(NAME_KEYS.get(path, "name")) if isinstance(item, dict) else None
+        if isinstance(name, str):
+            doc.invalid_names.setdefault(path, set()).add(name)
+
+
+def _not_read(doc: SiteDocument, data: dict[Any, Any]) -> None:
+    """Sections a file would have defined but that were not read, because its top level
+    failed (docs/errors.md, "Reported alone"): their items count as defined, like items
+    that failed validation, so the file's one error causes no "unknown" errors elsewhere."""
+    if isinstance(data.get("site"), dict):
+        doc.site_seen = True
+    for path in LIST_SECTIONS:
+        _excuse(doc, path, _section(data, data.get("pools"), path))
 
 
 def _validate_list(
@@ -185,31 +224,28 @@ def _validate_list(
         return
     if not isinstance(raw, list):
         problems.error(
-            "XCE102",
+            codes.WRONG_TYPE,
             f"'{'.'.join(path)}' must be a list, got {type(raw).__name__}",
             "write each item on a line starting with '- '",
             where,
         )
         return
     bucket = doc.items.setdefault(path, [])
-    invalid = doc.invalid_names.setdefault(path, set())
+    doc.invalid_names.setdefault(path, set())
     for i, item in enumerate(raw):
         at = where.child(i)
         try:
             bucket.append(Located(model.model_validate(item), at))
         except ValidationError as exc:
             problems.extend(problems_from(exc, model, at))
-            doc.invalid_items.setdefault(path, []).append(item)
-            name = item.get(NAME_KEYS.get(path, "name")) if isinstance(item, dict) else None
-            if isinstance(name, str):
-                invalid.add(name)
+            _excuse(doc, path, [item])
 
 
 def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> None:
     data = src.data
     if data is None:
         problems.error(
-            "XCE005",
+            codes.NOT_A_DOCUMENT,
             "file is empty",
             f"start it with 'version: {LANGUAGE_VERSION}'",
             Where(src.path, line=1, column=1),
@@ -217,21 +253,23 @@ def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> No
         return
     if not isinstance(data, dict):
         problems.error(
-            "XCE005",
+            codes.NOT_A_DOCUMENT,
             f"the top of the file must be a mapping, got {type(data).__name__}",
             "write 'version: 1' and sections such as 'host_groups:'",
             Where(src.path, line=1, column=1),
         )
         return
     if not _check_version(src, problems):
+        _not_read(doc, data)
         return
-    _unknown_keys(data, TOP_KEYS, Where(src.path), problems)
+    for key in _unknown_keys(data, TOP_KEYS, Where(src.path), problems):
+        _not_read(doc, dict.fromkeys(TOP_KEYS, data[key]))  # a typo of any section
     if "site" in data:
         doc.site_seen = True
         where = Where(src.path, ("site",))
         if doc.site is not None:
             problems.error(
-                "XCE302",
+                codes.DEFINED_TWICE,
                 "'site:' is defined twice",
                 "keep one 'site:' section",
                 where.at_key(),
@@ -242,21 +280,23 @@ def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> No
                 doc.site = Located(Site.model_validate(data["site"]), where)
             except ValidationError as exc:
                 problems.extend(problems_from(exc, Site, where))
+    if "drift" in data:
+        read_section(doc.drift, data["drift"], Where(src.path, ("drift",)), problems)
     pools = data.get("pools")
     if pools is not None:
         if isinstance(pools, dict):
-            _unknown_keys(pools, POOL_KEYS, Where(src.path, ("pools",)), problems)
+            for key in _unknown_keys(pools, POOL_KEYS, Where(src.path, ("pools",)), problems):
+                _not_read(doc, {"pools": dict.fromkeys(POOL_KEYS, pools[key])})
         else:
             problems.error(
-                "XCE102",
+                codes.WRONG_TYPE,
                 "'pools' must be a mapping of licenses, storage, counters",
                 "write 'licenses:', 'storage:' or 'counters:' lists indented under 'pools:'",
                 Where(src.path, ("pools",)),
             )
             pools = {}
     for path in LIST_SECTIONS:
-        raw = data.get(path[0]) if len(path) == 1 else (pools or {}).get(path[1])
-        _validate_list(doc, src, path, raw, problems)
+        _validate_list(doc, src, path, _section(data, pools, path), problems)
 
 
 def _validate_params(doc: SiteDocument, problems: Problems) -> None:
@@ -271,7 +311,7 @@ def _validate_params(doc: SiteDocument, problems: Problems) -> None:
             doc.params[p.item.name] = model.model_validate(p.item.params)
         except ValidationError as exc:
             for problem in problems_from(exc, model, p.where.child("params")):
-                if problem.code == "XCE105":
+                if problem.code == codes.MISSING_KEY:
                     problem = replace(problem, hint="add it under the provider's 'params:'")
                 problems.add(problem)
 

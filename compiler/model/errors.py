@@ -9,9 +9,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from compiler import codes
+from compiler.model.drift import OWN_MESSAGES as DRIFT_MESSAGES
 from compiler.names import did_you_mean, visible
 from compiler.problems import Problem, Where
 from compiler.secrets import is_secret_key
+from compiler.units import DURATION_HINT, SIZE_HINT
 
 _TYPE_NAMES = {
     "int": "a whole number",
@@ -33,13 +36,28 @@ _OUT_OF_RANGE = frozenset({
 
 _QUOTE_IT = "quote a date or other special value to pass it as text: '2024-01-01'"
 # Errors whose message says it all: (code, hint).
+_SIZE = (codes.NOT_A_SIZE, SIZE_HINT)
 _OWN_MESSAGE = {
-    "size": ("XCE103", "sizes are bytes or a number with a unit, e.g. 512GiB"),
-    "amount": ("XCE103", "sizes are bytes or a number with a unit, e.g. 512GiB"),
-    "duration": ("XCE104", "durations are seconds or e.g. 90s, 30m, 12h, 14d"),
-    "dataset_id": ("XCE406", "rename it without '@'"),
-    "json_number": ("XCE106", "write a finite number, or quote it to pass it as text"),
+    "size": _SIZE,
+    "amount": _SIZE,
+    "duration": (codes.NOT_A_DURATION, DURATION_HINT),
+    "dataset_id": (codes.NOT_PATH_SAFE, "rename it without '@'"),
+    "json_number": (codes.NOT_ALLOWED, "write a finite number, or quote it to pass it as text"),
+    "mode": (codes.NOT_ALLOWED, 'write 3 or 4 octal digits in quotes, e.g. mode: "0700"'),
+    "mode_number": (codes.NOT_ALLOWED, 'write the mode in quotes, e.g. mode: "0700"'),
+    **DRIFT_MESSAGES,
 }
+
+
+def _type_hint(etype: str, value: Any) -> str:
+    """What to write instead of a value of the wrong type (never showing the value)."""
+    if etype == "bool_type":
+        return "write true or false; YAML 1.2 reads yes, no, on and off as text"
+    if etype in ("int_type", "float_type") and isinstance(value, str):
+        return "write the number without quotes"
+    if etype == "int_type" and isinstance(value, float):
+        return "write a whole number, without a decimal point"
+    return "check the type of this value"
 
 
 def _short(value: Any) -> str:
@@ -62,20 +80,25 @@ def _unwrap(annotation: Any) -> list[Any]:
     return []
 
 
+def _keys(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's fields by the key written in a file (its alias, as ``from``, if it has one)."""
+    return {f.alias or name: f for name, f in model.model_fields.items()}
+
+
 def known_keys(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
-    """Field names of the model found by following ``loc`` from ``model``."""
+    """Keys of the model found by following ``loc`` from ``model``."""
     current: list[type[BaseModel]] = [model]
     for part in loc:
         if isinstance(part, int):
             continue
         nxt: list[type[BaseModel]] = []
         for m in current:
-            field = m.model_fields.get(part)
+            field = _keys(m).get(str(part))
             if field is not None:
                 nxt.extend(_unwrap(field.annotation))
         if nxt:
             current = nxt
-    return sorted({name for m in current for name in m.model_fields})
+    return sorted({key for m in current for key in _keys(m)})
 
 
 def _clean_loc(loc: tuple[str | int, ...]) -> tuple[tuple[str | int, ...], bool]:
@@ -106,50 +129,46 @@ def translate(err: ErrorDetails, model: type[BaseModel], where: Where) -> Proble
         name = str(loc[-1]) if loc else "?"
         keys = known_keys(model, loc[:-1])
         hint = did_you_mean(name, keys) or f"allowed keys here: {', '.join(keys)}"
-        return Problem("XCE101", f"unknown key '{visible(name)}'", hint, at.at_key())
+        return Problem(codes.UNKNOWN_KEY, f"unknown key '{visible(name)}'", hint, at.at_key())
     if etype == "missing":
         name = str(loc[-1]) if loc else "?"
         parent = Where(where.file, where.ypath + loc[:-1])
-        return Problem("XCE105", f"missing required key '{name}'", f"add '{name}:' here", parent)
+        return Problem(codes.MISSING_KEY, f"missing required key '{name}'", f"add '{name}:' here",
+                       parent)
     if etype in _OWN_MESSAGE:
         code, hint = _OWN_MESSAGE[etype]
         return Problem(code, msg, hint, at)
     if etype == "invalid-json-value":
         what = "plain data (text, a number, true/false, a list or a mapping)"
-        return Problem("XCE102", f"expected {what}, got {shown}", _QUOTE_IT, at)
+        return Problem(codes.WRONG_TYPE, f"expected {what}, got {shown}", _QUOTE_IT, at)
     if etype == "path_unsafe":
         return Problem(
-            "XCE406",
+            codes.NOT_PATH_SAFE,
             msg,
             "use a name without '/', '..', NUL, white space or a leading '-'",
             at.at_key() if on_key else at,
         )
-    if etype in ("name", "mode"):
-        return Problem("XCE106", msg, "", at.at_key() if on_key else at)
+    if etype == "name":
+        return Problem(codes.NOT_ALLOWED, msg, "", at.at_key() if on_key else at)
     if etype in ("literal_error", "enum"):
         expected = str(err.get("ctx", {}).get("expected", ""))
         return Problem(
-            "XCE106", f"{shown} is not allowed here", f"use one of {expected}", at
+            codes.NOT_ALLOWED, f"{shown} is not allowed here", f"use one of {expected}", at
         )
     if etype == "string_pattern_mismatch":
         pattern = str(err.get("ctx", {}).get("pattern", ""))
         hint = "write sha256:<64 lowercase hex digits>" if "sha256" in pattern else ""
         if pattern == "^/":
             hint = "write an absolute path, starting with '/'"
-        return Problem("XCE106", f"{shown} has the wrong form", hint, at)
+        return Problem(codes.NOT_ALLOWED, f"{shown} has the wrong form", hint, at)
     if etype == "value_error":
         text = msg.removeprefix("Value error, ")
-        return Problem("XCE106", text, "", at)
+        return Problem(codes.NOT_ALLOWED, text, "", at)
     if etype in _OUT_OF_RANGE:
-        return Problem("XCE106", f"{shown}: {msg.lower()}", "", at)
+        return Problem(codes.NOT_ALLOWED, f"{shown}: {msg.lower()}", "", at)
     base = etype.split("_", 1)[0]
     want = _TYPE_NAMES.get(base, base)
-    return Problem(
-        "XCE102",
-        f"expected {want}, got {shown}",
-        "check the type of this value",
-        at,
-    )
+    return Problem(codes.WRONG_TYPE, f"expected {want}, got {shown}", _type_hint(etype, value), at)
 
 
 def problems_from(exc: ValidationError, model: type[BaseModel], where: Where) -> list[Problem]:

@@ -8,30 +8,64 @@ from compiler.model.types import Amount, Count, Description, Name, Size, Strict
 
 
 class Borrow(Strict):
-    provider: Name
-    max: Count
+    provider: Name = Field(
+        description="the exec or jsonl provider that borrows seats", examples=["flexlm"]
+    )
+    max: Count = Field(description="at most this many seats borrowed", examples=[32])
 
 
 class LicensePool(Strict):
-    name: Name
-    description: Description = ""
-    amount: Count
-    borrow: Borrow | None = None
+    name: Name = Field(
+        description="the pool's name, unique among license and storage pools", examples=["matlab"]
+    )
+    description: Description = Field(
+        default="", description="what the pool is, for people", examples=["MATLAB network licenses"]
+    )
+    amount: Count = Field(description="the number of seats owned", examples=[64])
+    borrow: Borrow | None = Field(
+        default=None,
+        description="seats borrowed on demand, up to a maximum",
+        examples=[{"provider": "flexlm", "max": 32}],
+    )
 
 
 class StoragePool(Strict):
-    name: Name
-    description: Description = ""
-    capacity: Size
+    name: Name = Field(
+        description="the pool's name, unique among license and storage pools", examples=["scratch"]
+    )
+    description: Description = Field(
+        default="", description="what the pool is, for people", examples=["Lustre scratch"]
+    )
+    capacity: Size = Field(description="the pool's capacity", examples=["2PiB"])
 
 
 class CustomCounter(Strict):
-    name: Name
-    location: str = "site"
-    amount: Amount
+    name: Name = Field(
+        description="the counter's name, unique at its location", examples=["ib-uplink-gbps"]
+    )
+    location: str = Field(
+        default="site",
+        description="where the counter is: site, group/<g>, pool/<p> or host/<h>",
+        examples=["site"],
+    )
+    amount: Amount = Field(description="how much there is: a count or a size", examples=[800])
 
 
 class Pools(Strict):
-    licenses: list[LicensePool] = Field(default_factory=list)
-    storage: list[StoragePool] = Field(default_factory=list)
-    counters: list[CustomCounter] = Field(default_factory=list)
+    """The ``pools:`` section; each list may be split across files, and may be empty."""
+
+    licenses: list[LicensePool] | None = Field(
+        default=None,
+        description="license pools: a base amount plus optional borrowing",
+        examples=[[{"name": "matlab", "amount": 64}]],
+    )
+    storage: list[StoragePool] | None = Field(
+        default=None,
+        description="storage pools: a capacity as a counter",
+        examples=[[{"name": "scratch", "capacity": "2PiB"}]],
+    )
+    counters: list[CustomCounter] | None = Field(
+        default=None,
+        description="any other consumable amount at a location",
+        examples=[[{"name": "ib-uplink-gbps", "location": "site", "amount": 800}]],
+    )

@@ -17,9 +17,11 @@ import string
 from dataclasses import dataclass
 from typing import Annotated, Literal, get_args
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationInfo, field_validator
 
-from compiler.model.types import Duration, SafeName, Size, Strict, VolumePath
+from compiler.model import forms
+from compiler.model.forms import JsonForm
+from compiler.model.types import PositiveDuration, SafeName, Size, Strict, VolumePath
 
 BuiltinKind = Literal["directory", "dataset-copy", "controller-map"]
 ExternalKind = Literal["exec", "jsonl"]
@@ -41,37 +43,75 @@ PathParam = Annotated[str, Field(min_length=1, pattern=r"^[^\x00]+$")]
 
 
 def _template(part: str) -> str:
-    """One argv part of quota_command: placeholders only from QUOTA_FIELDS."""
+    """One argv part of quota_command: placeholders only from QUOTA_FIELDS, each alone
+    (``{kib}``; a conversion or format such as ``{kib!r}`` or ``{kib:{x}}`` is refused)."""
     try:
-        fields = [name for _, name, _, _ in string.Formatter().parse(part)]
+        fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(part)]
     except ValueError as err:  # a lone '{' or '}'; '{{' is a literal brace
         raise ValueError(f"{part!r} is not a template: {err}; write '{{{{' for a brace") from None
-    for name in fields:
+    for name, spec, conversion in fields:
         if name is not None and name not in QUOTA_FIELDS:
             known = ", ".join("{" + f + "}" for f in QUOTA_FIELDS)
             raise ValueError(f"placeholder {{{name}}} is unknown; use {known}")
+        if name is not None and (spec or conversion):
+            raise ValueError(f"{part!r}: write the placeholder alone, as {{{name}}}")
     return part
+
+
+Template = Annotated[
+    str, AfterValidator(_template), JsonForm(lambda: forms.template_form(QUOTA_FIELDS))
+]
+_NEEDS_COMMAND = "quota_backend 'command' needs quota_command: a list of argv strings"
 
 
 class DirectoryParams(Strict):
     """The params of a `directory` provider: shared volumes, user directories, quotas."""
 
-    base: PathParam = Field("fs", description="the folder volume paths are under; / in production")
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {
+                "properties": {"quota_backend": {"const": "command"}},
+                "required": ["quota_backend"],
+            },
+            # at the params, where the compiler reports it (at quota_backend)
+            "then": {
+                "required": ["quota_command"],
+                "not": {"properties": {"quota_command": {"type": "null"}}},
+            },
+        }
+    )
+
+    base: PathParam = Field(
+        default="fs",
+        description="the folder volume paths are under; / in production",
+        examples=["/"],
+    )
     volumes: dict[SafeName, VolumePath] = Field(
-        default_factory=dict, description="volumes to report before any create adopts them"
+        default_factory=dict,
+        description="volumes to report before any create adopts them",
+        examples=[{"shared": "/shared/xce"}],
     )
-    quota_command: list[Annotated[str, AfterValidator(_template)]] | None = Field(
-        None, min_length=1, description="with quota_backend command: the argv template"
+    quota_command: list[Template] | None = Field(
+        default=None,
+        min_length=1,
+        description="with quota_backend command: the argv template that sets a quota",
+        examples=[["setquota", "-u", "{subject}", "0", "{kib}", "0", "0", "{path}"]],
     )
-    quota_backend: Literal["ledger", "command"] = "ledger"
-    quota_timeout: Annotated[Duration, Field(gt=0)] = 60
+    quota_backend: Literal["ledger", "command"] = Field(
+        default="ledger",
+        description="how quotas are set: recorded in a ledger, or by running quota_command",
+        examples=["ledger"],
+    )
+    quota_timeout: PositiveDuration = Field(
+        default=60, description="how long quota_command may run", examples=["60s"]
+    )
 
     @field_validator("quota_backend")
     @classmethod
     def _needs_command(cls, v: str, info: ValidationInfo) -> str:
         # quota_command is validated first; missing from info.data when it was invalid
         if v == "command" and "quota_command" in info.data and info.data["quota_command"] is None:
-            raise ValueError("quota_backend 'command' needs quota_command: a list of argv strings")
+            raise ValueError(_NEEDS_COMMAND)
         return v
 
 
@@ -79,19 +119,34 @@ class DatasetCopyParams(Strict):
     """The params of a `dataset-copy` provider: verified dataset copies in one cache."""
 
     location: str = Field(
-        pattern=r"^[^@]+$", description="where the copies are, e.g. group/gpu"
+        pattern=r"^[^@]+$",
+        description="the location of the cache the copies are in",
+        examples=["group/gpu"],
     )
-    cache_root: PathParam | None = Field(None, description="the cache folder; cache/<provider>")
+    cache_root: PathParam | None = Field(
+        default=None,
+        description="the cache folder; default cache/<provider>",
+        examples=["/cache/gpu"],
+    )
     source_base: Annotated[PathParam | None, SiteRelative()] = Field(
-        None, description="what relative dataset sources are under; default the workdir"
+        default=None,
+        description="what relative dataset sources are under (a relative one: under the site "
+        "folder); default the workdir",
+        examples=["/datasets"],
     )
-    capacity: Size | None = Field(None, description="what the cache may hold")
+    capacity: Size | None = Field(
+        default=None, description="what the cache may hold", examples=["40TiB"]
+    )
 
 
 class ControllerMapParams(Strict):
     """The params of the `controller-map` provider: the map of hosts, counters, pools."""
 
-    path: PathParam | None = Field(None, description="the map file; providers/<name>/map.sqlite")
+    path: PathParam | None = Field(
+        default=None,
+        description="the map file; default providers/<name>/map.sqlite",
+        examples=["/var/lib/xce/map.sqlite"],
+    )
 
 
 BUILTIN_PARAMS: dict[str, type[Strict]] = {  # a key for each of BUILTIN_KINDS

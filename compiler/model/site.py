@@ -34,30 +34,91 @@ class Safety(Strict):
     are defined: no limit on changes, 10 entries, 0.3 deleted, 0.5 created.
     """
 
-    max_changes: Count | None = None
-    min_entries: Count | None = None
-    max_delete_fraction: dict[EntryKind | Literal["default"], Fraction] = Field(
-        default_factory=dict
+    max_changes: Count | None = Field(
+        default=None,
+        description="a plan with more actions is refused (without --force); default no limit",
+        examples=[5000],
     )
-    max_create_fraction: Fraction | None = None
+    min_entries: Count | None = Field(
+        default=None,
+        description="the fraction guards apply once a kind has at least this many entries "
+        "(default 10)",
+        examples=[20],
+    )
+    max_delete_fraction: dict[EntryKind | Literal["default"], Fraction] = Field(
+        default_factory=dict,
+        description="by entry kind or 'default': a plan that removes more than this fraction "
+        "of the live entries is refused (default 0.3)",
+        examples=[{"default": 0.25, "host": 0.1}],
+    )
+    max_create_fraction: Fraction | None = Field(
+        default=None,
+        description="a plan that creates more than this fraction of a provider's desired "
+        "entries is refused (default 0.5)",
+        examples=[0.5],
+    )
 
 
 class HostDefaults(Strict):
-    counters: dict[Name, Amount] = Field(default_factory=dict)
-    features: list[Name] = Field(default_factory=list)
+    counters: dict[Name, Amount] = Field(
+        default_factory=dict,
+        description="counters every host gets; a group's counters replace them key by key",
+        examples=[{"slots": 64, "mem": "256GiB"}],
+    )
+    features: list[Name] = Field(
+        default_factory=list,
+        description="features every host gets, in addition to its group's",
+        examples=[["ib-hdr"]],
+    )
 
 
 class SiteDefaults(Strict):
-    host: HostDefaults = Field(default_factory=HostDefaults)
+    host: HostDefaults = Field(
+        default_factory=HostDefaults,
+        description="what every host gets: counters and features",
+        examples=[{"counters": {"slots": 64}, "features": ["ib-hdr"]}],
+    )
 
 
 class Site(Strict):
-    name: Name
-    description: Description = ""
-    discovery: Literal["report", "admit", "reject"] = "report"
-    join_deadline: Duration = 1800
-    release_orphans: bool = True
-    defaults: SiteDefaults = Field(default_factory=SiteDefaults)
-    management: dict[EntryKind, ManagementLevel] = Field(default_factory=dict)
-    safety: Safety = Field(default_factory=Safety)
-    protected: list[str] = Field(default_factory=list)
+    name: Name = Field(
+        description="the site; every entry's owner tag is site/<name>", examples=["hpc-east"]
+    )
+    description: Description = Field(
+        default="", description="what the site is, for people", examples=["East campus HPC cluster"]
+    )
+    discovery: Literal["report", "admit", "reject"] = Field(
+        default="report",
+        description="what to do with a host that joins but no entry expects",
+        examples=["report"],
+    )
+    join_deadline: Duration = Field(
+        default=1800,
+        description="how long an expected host may take to join before it is an orphan",
+        examples=["30m"],
+    )
+    release_orphans: bool = Field(
+        default=True,
+        description="release provisioned instances whose host never joined by the deadline",
+        examples=[True],
+    )
+    defaults: SiteDefaults = Field(
+        default_factory=SiteDefaults,
+        description="what every host gets unless its group says otherwise",
+        examples=[{"host": {"counters": {"slots": 64, "mem": "256GiB"}}}],
+    )
+    management: dict[EntryKind, ManagementLevel] = Field(
+        default_factory=dict,
+        description="how far the reconciler may act, by entry kind",
+        examples=[{"volume-dir": "correct"}],
+    )
+    safety: Safety = Field(
+        default_factory=Safety,
+        description="thresholds above which a plan is refused",
+        examples=[{"max_changes": 5000, "max_delete_fraction": {"default": 0.25}}],
+    )
+    protected: list[str] = Field(
+        default_factory=list,
+        description="entry ids (fnmatch globs) that a plan never removes, even with --force",
+        examples=[["volume/shared", "dataset/*"]],
+    )

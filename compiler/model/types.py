@@ -6,28 +6,26 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    JsonValue,
-    WithJsonSchema,
-)
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, JsonValue
 from pydantic_core import PydanticCustomError
 
+from compiler.model import forms
+from compiler.model.forms import JsonForm
 from compiler.names import invisible_reason, path_unsafe_reason, shown, too_long_reason
-from compiler.secrets import REFERENCE_FORMS, REFERENCE_PATTERN, is_secret_key
+from compiler.secrets import is_secret_key
 from compiler.units import MAX_AMOUNT, UnitError, parse_duration, parse_size
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class Strict(BaseModel):
-    """Every language object rejects unknown keys and is immutable once validated."""
+    """Every language object rejects unknown keys and is immutable once validated.
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    Values are taken as YAML 1.2 reads them, never converted: ``yes`` is text, not true;
+    ``"64"`` is text, not a count (docs/decisions.md, "Values as YAML 1.2 reads them").
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 def _size(v: Any) -> int:
@@ -48,7 +46,7 @@ def _amount(v: Any) -> int:
     """A count (int) or a size with a unit (a string), for counters that may be either."""
     if isinstance(v, int) and not isinstance(v, bool):
         if v < 0:
-            raise PydanticCustomError("amount", "an amount cannot be negative")
+            raise PydanticCustomError("amount", f"{v} is not an amount: it is negative")
         return _size(v)  # bounded as a size is
     if isinstance(v, str):
         return _size(v)
@@ -59,7 +57,7 @@ def _name(v: Any) -> str:
     if not isinstance(v, str):
         raise PydanticCustomError("string_type", "expected a name (a string)")
     reason = too_long_reason(v) or invisible_reason(v)
-    if reason is None and not _NAME_RE.match(v):
+    if reason is None and not _NAME_RE.fullmatch(v):
         reason = "start with a letter or digit, then letters, digits, '.', '_' or '-'"
     if reason:
         raise PydanticCustomError("name", f"{shown(v)} is not a valid name: {reason}")
@@ -117,11 +115,18 @@ def _dataset_part(v: Any) -> str:
 
 
 def _mode(v: Any) -> str:
-    """A permission mode; ``0700`` written unquoted arrives as the int 700, read as octal."""
-    text = str(v) if isinstance(v, int) and not isinstance(v, bool) else v
-    if not isinstance(text, str) or not re.fullmatch(r"[0-7]{3,4}", text):
-        raise PydanticCustomError("mode", f"'{v}' is not a permission mode such as \"0700\"")
-    return text.rjust(4, "0")
+    """A permission mode, quoted: unquoted, YAML 1.2 reads ``0700`` as the number 700 and
+    ``0o644`` as 420, and a YAML 1.1 tool reads ``0700`` as 448 (docs/decisions.md)."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        raise PydanticCustomError(
+            "mode_number",
+            f"{v} is a number, not a permission mode: YAML reads an unquoted 0700 as the "
+            "number 700 (and 0o700 as 448)",
+        )
+    if not isinstance(v, str) or not re.fullmatch(r"[0-7]{3,4}", v):
+        raise PydanticCustomError("mode", f"{shown(str(v))} is not a permission mode such as "
+                                  '"0700"')
+    return v.rjust(4, "0")
 
 
 def _version(v: Any) -> str:
@@ -160,53 +165,57 @@ def _short_int(n: int) -> str:
     return text if len(text) <= 30 else f"{text[:12]}… ({len(text)} digits)"
 
 
-_SIZE_STRING = {
-    "type": "string",
-    "pattern": r"^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|PB|KiB|MiB|GiB|TiB|PiB)?$",
-}
-_SIZE_SCHEMA = {
-    "anyOf": [{"type": "integer", "minimum": 0}, _SIZE_STRING],
-    "description": "bytes, or a number with a unit: B, KB…PB (powers of 10), KiB…PiB (powers of 2)",
-}
-_DURATION_SCHEMA = {
-    "anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": r"^(\d+[smhd])+$"}],
-    "description": "seconds, or e.g. 90s, 30m, 12h, 14d, 1h30m",
-}
-_AMOUNT_SCHEMA = {
-    "anyOf": [{"type": "integer", "minimum": 0}, _SIZE_STRING],
-    "description": "a count, or a size with a unit",
-}
-
-Size = Annotated[int, BeforeValidator(_size), WithJsonSchema(_SIZE_SCHEMA)]
-Duration = Annotated[int, BeforeValidator(_duration), WithJsonSchema(_DURATION_SCHEMA)]
-Amount = Annotated[int, BeforeValidator(_amount), WithJsonSchema(_AMOUNT_SCHEMA)]
+# Each value type's JSON form (compiler/model/forms.py), named once in the schema's $defs.
+Size = Annotated[int, BeforeValidator(_size), JsonForm(forms.size_form, "size")]
+PositiveSize = Annotated[
+    int,
+    BeforeValidator(_size),
+    Field(gt=0),
+    JsonForm(lambda: forms.size_form(positive=True), "positive-size"),
+]
+Duration = Annotated[int, BeforeValidator(_duration), JsonForm(forms.duration_form, "duration")]
+PositiveDuration = Annotated[
+    int,
+    BeforeValidator(_duration),
+    Field(gt=0),
+    JsonForm(lambda: forms.duration_form(positive=True), "positive-duration"),
+]
+Amount = Annotated[int, BeforeValidator(_amount), JsonForm(forms.amount_form, "amount")]
 Name = Annotated[
-    str, BeforeValidator(_name), WithJsonSchema({"type": "string", "pattern": _NAME_RE.pattern})
+    str, BeforeValidator(_name), JsonForm(lambda: forms.name_form(_NAME_RE.pattern), "name")
 ]
 SafeName = Annotated[
-    str,
-    BeforeValidator(_safe_name),
-    WithJsonSchema({"type": "string", "pattern": r"^[^/\s-][^/\s]*$"}),
+    str, BeforeValidator(_safe_name), JsonForm(forms.safe_name_form, "path-safe-name")
 ]
 DatasetName = Annotated[
     str,
     BeforeValidator(_dataset_part),
-    WithJsonSchema({"type": "string", "pattern": r"^[^/\s@-][^/\s@]*$"}),
+    JsonForm(lambda: forms.safe_name_form("@"), "dataset-name"),
 ]
-Label = Annotated[str, BeforeValidator(_label)]
+Label = Annotated[str, BeforeValidator(_label), JsonForm(forms.label_form, "label")]
 # Free settings that a program reads as JSON (an external provider's params).
-JsonData = Annotated[dict[str, JsonValue], AfterValidator(_json_numbers)]
-VolumePath = Annotated[str, Field(pattern=r"^/"), AfterValidator(_volume_path)]
-Mode = Annotated[
-    str, BeforeValidator(_mode), WithJsonSchema({"type": "string", "pattern": r"^[0-7]{3,4}$"})
+JsonData = Annotated[
+    dict[str, JsonValue],
+    AfterValidator(_json_numbers),
+    JsonForm(forms.json_data_form, forms.JSON_DATA),
 ]
-Version = Annotated[str, BeforeValidator(_version), WithJsonSchema({"type": ["integer", "string"]})]
+VolumePath = Annotated[
+    str,
+    Field(pattern=r"^/"),
+    AfterValidator(_volume_path),
+    JsonForm(forms.volume_path_form, "volume-path"),
+]
+Mode = Annotated[str, BeforeValidator(_mode), JsonForm(forms.mode_form, "mode")]
+Version = Annotated[
+    str,
+    BeforeValidator(_version),
+    JsonForm(lambda: forms.version_form(forms.safe_name_form("@")), "dataset-version"),
+]
 # Checked by compiler/checks/secrets.py rather than here: a type error would print the value.
-SecretRef = Annotated[
-    Any,
-    WithJsonSchema(
-        {"type": "string", "pattern": REFERENCE_PATTERN, "description": REFERENCE_FORMS}
-    ),
-]
+SecretRef = Annotated[Any, JsonForm(forms.reference_form, "secret-reference")]
+# A group's hosts (compiler/hostlist.py reads them in the checks): may be empty.
+Hostlist = Annotated[str, JsonForm(lambda: forms.hostlist_form(empty=True), "hostlist")]
+# An override's key: a hostlist of at least one host.
+HostlistKey = Annotated[str, JsonForm(lambda: forms.hostlist_form(empty=False), "hostlist-key")]
 Count = Annotated[int, Field(ge=0, le=MAX_AMOUNT)]
 Description = Annotated[str, Field(max_length=2000)]

@@ -28,35 +28,105 @@ AccessMode = Literal[
 
 
 class RootDir(Strict):
-    mode: Mode = "0755"
-    owner: Label = "root"
-    group: Label = "root"
+    mode: Mode = Field(
+        default="0755",
+        description="the permission mode of the volume's top directory",
+        examples=["0755"],
+    )
+    owner: Label = Field(
+        default="root", description="the owner of the top directory", examples=["root"]
+    )
+    group: Label = Field(
+        default="root", description="the group of the top directory", examples=["root"]
+    )
 
 
 class UserDirs(Strict):
-    mode: Mode = "0700"
-    owner: Literal["user"] = "user"
+    mode: Mode = Field(
+        default="0700",
+        description="the permission mode of each user's directory",
+        examples=["0700"],
+    )
+    owner: Literal["user"] = Field(
+        default="user", description="each user's directory is owned by that user", examples=["user"]
+    )
 
 
 class UsedBy(Strict):
     """Which jobs use this volume (N15): by application profile, queue or project."""
 
-    profiles: list[Name] = Field(default_factory=list)
-    queues: list[Name] = Field(default_factory=list)
-    projects: list[SafeName] = Field(default_factory=list)
+    profiles: list[Name] = Field(
+        default_factory=list,
+        description="the application profiles whose jobs use the volume",
+        examples=[["wrf"]],
+    )
+    queues: list[Name] = Field(
+        default_factory=list,
+        description="the queues whose jobs use the volume",
+        examples=[["normal", "gpu"]],
+    )
+    projects: list[SafeName] = Field(
+        default_factory=list,
+        description="the projects whose jobs use the volume",
+        examples=[["climate", "genomics"]],
+    )
 
 
 class Volume(Strict):
-    name: SafeName
-    description: Description = ""
-    provider: Name
-    path: VolumePath
-    capacity: Size
-    access_mode: AccessMode = "multi-node-multi-writer"
-    mounted_by: list[Name] = Field(default_factory=list)
-    root: RootDir = Field(default_factory=RootDir)
-    user_dirs: UserDirs = Field(default_factory=UserDirs)
-    retention: Duration | None = None
-    used_by: UsedBy = Field(default_factory=UsedBy)
-    users: list[SafeName] = Field(default_factory=list)
-    overcommit: bool = False
+    name: SafeName = Field(
+        description="the volume's name, unique among volumes", examples=["shared"]
+    )
+    description: Description = Field(
+        default="", description="what the volume is, for people", examples=["Shared job I/O volume"]
+    )
+    provider: Name = Field(
+        description="the directory (or external) provider that holds the volume",
+        examples=["shared-fs"],
+    )
+    path: VolumePath = Field(
+        description="the volume's top on the shared filesystem, an absolute path",
+        examples=["/shared/xce"],
+    )
+    capacity: Size = Field(
+        description="the volume's capacity; the quotas on it must fit", examples=["500TiB"]
+    )
+    access_mode: AccessMode = Field(
+        default="multi-node-multi-writer",
+        description="the CSI access mode",
+        examples=["multi-node-multi-writer"],
+    )
+    mounted_by: list[Name] = Field(
+        default_factory=list,
+        description="the host groups whose hosts mount the volume",
+        examples=[["cpu-a", "gpu"]],
+    )
+    root: RootDir = Field(
+        default_factory=RootDir,
+        description="mode, owner and group of the volume's top directory",
+        examples=[{"mode": "0755", "owner": "root", "group": "root"}],
+    )
+    user_dirs: UserDirs = Field(
+        default_factory=UserDirs,
+        description="mode and owner of each user's directory",
+        examples=[{"mode": "0700", "owner": "user"}],
+    )
+    retention: Duration | None = Field(
+        default=None,
+        description="how long a job directory is kept; without it, kept",
+        examples=["14d"],
+    )
+    used_by: UsedBy = Field(
+        default_factory=UsedBy,
+        description="which jobs use the volume: by application profile, queue or project",
+        examples=[{"queues": ["normal", "gpu"], "projects": ["climate"]}],
+    )
+    users: list[SafeName] = Field(
+        default_factory=list,
+        description="users who get a directory (every user with a quota on it gets one too)",
+        examples=[["alice", "bob"]],
+    )
+    overcommit: bool = Field(
+        default=False,
+        description="allow the quotas of a scope to add up to more than the capacity",
+        examples=[False],
+    )

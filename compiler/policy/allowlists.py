@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from compiler.policy import codes
 from compiler.policy.enforce import WaiverKey
 from compiler.policy.model import PROXY_ROLE, Catalog, Proxy, Waiver
 from compiler.policy.resolve import ResolvedRole
@@ -80,7 +81,7 @@ def _proxies(
     role = roles.get(PROXY_ROLE)
     if role is None:
         problems.error(
-            "XCE650",
+            codes.NO_PROXY_ROLE,
             f"the site has proxies but no role '{PROXY_ROLE}' is defined",
             f"define the role '{PROXY_ROLE}' in policies/roles.yaml",
             proxies[0].where,

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from compiler.names import did_you_mean
+from compiler.policy import codes
 from compiler.policy.model import Catalog, Category, Opcode, Risk
 from compiler.policy.reader import NAME_RE, Fields, read_document
 from compiler.problems import Problems, Where
@@ -32,7 +33,7 @@ def read_catalog(source: SourceFile, problems: Problems) -> Catalog:
             continue
         if op.name in opcodes:
             problems.error(
-                "XCE610",
+                codes.OPCODE_TWICE,
                 f"opcode '{op.name}' is defined twice",
                 "keep one entry",
                 where.child("name"),
@@ -41,7 +42,7 @@ def read_catalog(source: SourceFile, problems: Problems) -> Catalog:
             continue
         if op.id in by_id:
             problems.error(
-                "XCE611",
+                codes.OPCODE_ID_TWICE,
                 f"opcode id {op.id} of '{op.name}' is already used by '{by_id[op.id].name}'",
                 "ids are unique and never reused; take the next free id of the category's range",
                 where.child("id"),
@@ -58,14 +59,16 @@ def _categories(doc: Fields, problems: Problems) -> dict[str, Category]:
     raw = doc.data.get("categories")
     if not isinstance(raw, dict):
         if "categories" in doc.data:
-            problems.error("XCE604", "'categories' must be a mapping", "", doc.at("categories"))
+            problems.error(codes.BAD_VALUE, "'categories' must be a mapping", "",
+                           doc.at("categories"))
         return {}
     out: dict[str, Category] = {}
     for name, value in raw.items():
         where = doc.at("categories").child(str(name))
         if not isinstance(name, str) or not NAME_RE.match(name):
             problems.error(
-                "XCE605", f"invalid category name '{name}'", "use lowercase letters", where.at_key()
+                codes.BAD_NAME, f"invalid category name '{name}'", "use lowercase letters",
+                where.at_key(),
             )
             continue
         f = Fields.of(
@@ -87,7 +90,7 @@ def _categories(doc: Fields, problems: Problems) -> dict[str, Category]:
         ):
             if "ids" in f.data:
                 problems.error(
-                    "XCE604",
+                    codes.BAD_VALUE,
                     "'ids' must be a range [low, high] of positive integers",
                     "for example ids: [100, 199]",
                     f.at("ids"),
@@ -96,12 +99,13 @@ def _categories(doc: Fields, problems: Problems) -> dict[str, Category]:
         scope = f.string("scope")
         if scope is not None and scope != "provider":
             problems.error(
-                "XCE604", f"unknown scope '{scope}'", "the only scope is 'provider'", f.at("scope")
+                codes.BAD_VALUE, f"unknown scope '{scope}'", "the only scope is 'provider'",
+                f.at("scope"),
             )
         clash = next((c for c in out.values() if ids[0] <= c.high and c.low <= ids[1]), None)
         if clash is not None:
             problems.error(
-                "XCE612",
+                codes.OPCODE_ID_OUT_OF_RANGE,
                 f"id range of category '{name}' overlaps '{clash.name}'",
                 "give each category its own range",
                 f.at("ids"),
@@ -133,7 +137,7 @@ def _opcode(
     f.string("description")
     if category is not None and category not in categories:
         problems.error(
-            "XCE613",
+            codes.UNKNOWN_CATEGORY,
             f"unknown category '{category}'",
             did_you_mean(category, categories) or "categories: " + ", ".join(categories),
             f.at("category"),
@@ -141,7 +145,7 @@ def _opcode(
         category = None
     if risk is not None and risk not in RISKS:
         problems.error(
-            "XCE614",
+            codes.UNKNOWN_RISK,
             f"unknown risk '{risk}'",
             did_you_mean(risk, RISKS) or "risks: " + ", ".join(RISKS),
             f.at("risk"),
@@ -151,7 +155,7 @@ def _opcode(
         return None
     if name.split(".", 1)[0] != category:
         problems.error(
-            "XCE615",
+            codes.OPCODE_NOT_IN_CATEGORY,
             f"opcode '{name}' is not named after its category '{category}'",
             f"name it '{category}.{name.split('.', 1)[1]}' or fix its category",
             f.at("name"),
@@ -160,7 +164,7 @@ def _opcode(
     cat = categories[category]
     if not cat.low <= op_id <= cat.high:
         problems.error(
-            "XCE612",
+            codes.OPCODE_ID_OUT_OF_RANGE,
             f"id {op_id} of '{name}' is outside category '{category}' range {cat.low}-{cat.high}",
             "take a free id of the category's range",
             f.at("id"),

@@ -13,11 +13,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import git
-
 from compiler.cli_runner import EXIT_ERROR, EXIT_OK, UsageParser, run_cli
+from compiler.policy import codes
 from compiler.policy.allowlists import FILENAME
-from compiler.policy.compile import compile_policies
+from compiler.policy.compile import compile_policies, locate_policies, work_tree_of
 from compiler.policy.gitsource import RevisionBuild, compile_at, open_repo
 from compiler.policy.review import diff
 from compiler.policy.review_render import FORMATS as REVIEW_FORMATS
@@ -33,13 +32,18 @@ PROG = "xce-policy"
 
 
 class _Parser(UsageParser):
-    usage_code = "XCE670"
+    usage_code = codes.USAGE
 
 
 def _parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument("--repo", type=Path, help="the git repository (default: the one of cwd)")
-    common.add_argument("--policies", default="policies", help="policy folder inside the repo")
+    common.add_argument(
+        "--policies",
+        metavar="DIR",
+        help="policy folder inside the repo (default: policies/ in the site folder, else at the "
+        "top of the repo, else the policies bundled with xce-gitops)",
+    )
     common.add_argument("--site", default="site-config", help="site-config folder inside the repo")
     p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -54,7 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("review", parents=[common], help="what each role gains and loses")
     r.add_argument("--base", required=True, help="the revision to compare against")
     r.add_argument("--head", default="HEAD", help="the revision under review (default: HEAD)")
-    r.add_argument("--format", choices=REVIEW_FORMATS.names, default="text")
+    r.add_argument("--format", choices=REVIEW_FORMATS.names, default="text",
+                   help="text for a terminal, json for tools, markdown for a pull-request "
+                   "comment (default: text)")
     return p
 
 
@@ -62,16 +68,15 @@ def _root(repo: Path | None) -> Path:
     """Where relative folders start: --repo, else the work tree containing cwd, else cwd."""
     if repo is not None:
         return repo
-    try:
-        top = git.Repo(Path.cwd(), search_parent_directories=True).working_tree_dir
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        return Path.cwd()
-    return Path(top) if top else Path.cwd()
+    return work_tree_of(Path.cwd()) or Path.cwd()
 
 
 def _report(problems: list[Problem], fmt: str) -> None:
+    """Problems as text on stderr; a run that asked for a document gets it on stdout."""
     if problems:
-        sys.stderr.write(render_problems(problems, fmt, Style.for_stream(sys.stderr)))
+        sys.stderr.write(render_problems(problems, "text", Style.for_stream(sys.stderr)))
+    if fmt != "text":
+        sys.stdout.write(render_problems(problems, fmt))
 
 
 def _compile(args: argparse.Namespace) -> int:
@@ -80,12 +85,13 @@ def _compile(args: argparse.Namespace) -> int:
     problems = Problems()
     if not site_dir.is_dir() and args.site != "site-config":
         problems.error(
-            "XCE662",
+            codes.BAD_FOLDER,
             f"site-config folder not found: {site_dir}",
             "pass --site with the folder of the site's YAML files",
         )
     site = load_site_policy_files(site_dir, problems) if site_dir.is_dir() else []
-    build = compile_policies(root / args.policies, site, problems, datetime.date.today())
+    origin = locate_policies(site_dir, None if args.policies is None else root / args.policies)
+    build = compile_policies(origin, site, problems, datetime.date.today())
     located = Locator([*build.sources, *site]).locate_all(problems)
     _report(located, args.format)
     if problems.has_errors:
@@ -95,8 +101,10 @@ def _compile(args: argparse.Namespace) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(build.to_bytes())
     except OSError as err:
-        raise UserError([Problem("XCE671", f"cannot write {out}: {err.strerror}")]) from None
-    sys.stdout.write(f"wrote {display_path(out)} ({build.digest})\n")
+        message = f"cannot write {out}: {err.strerror}"
+        raise UserError([Problem(codes.CANNOT_WRITE, message)]) from None
+    done = sys.stdout if args.format == "text" else sys.stderr  # stdout holds the document
+    done.write(f"wrote {display_path(out)} ({build.digest}) from {build.origin.describe()}\n")
     return EXIT_OK
 
 
@@ -110,9 +118,15 @@ def _review(args: argparse.Namespace) -> int:
     today = datetime.date.today()
     base = compile_at(repo, args.base, args.policies, args.site, today)
     head = compile_at(repo, args.head, args.policies, args.site, today)
-    _report(Locator(texts=head.texts).locate_all(head.problems), "text")
-    if head.problems.has_errors:
+    failed = head.problems.has_errors  # then the problems are the document asked for
+    _report(Locator(texts=head.texts).locate_all(head.problems), args.format if failed else "text")
+    if failed:
         return EXIT_ERROR
+    if base.policies != head.policies:
+        sys.stderr.write(
+            f"note: the policies are {base.policies} at {_label(base)} "
+            f"and {head.policies} at {_label(head)}\n"
+        )
     if base.problems.has_errors:
         sys.stderr.write(
             f"note: {len(base.problems.errors)} problem(s) at the base revision "

@@ -2,18 +2,25 @@
 
 ``compile_policies`` is the entry point the site compiler calls; the review compiles the
 same way from files read out of git. Problems are collected, never raised, so one run
-reports everything; the document is built from what is valid.
+reports everything; the document is built from what is valid. ``locate_policies`` decides
+which policy folder a site compiles with (docs/policies.md "Where the policies come from").
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import git
+
+from compiler import __version__, bundled
+from compiler import codes as site_codes
 from compiler.canonical import digest, dumps
+from compiler.policy import codes
 from compiler.policy.allowlists import build_document
 from compiler.policy.catalog import read_catalog
 from compiler.policy.enforce import enforce, waiver_index
@@ -24,19 +31,59 @@ from compiler.policy.roles import read_roles
 from compiler.policy.site import read_site
 from compiler.policy.waivers import valid_waivers
 from compiler.problems import Problems, Where
-from compiler.yaml_source import SourceFile, display_path, load_file
+from compiler.yaml_source import SITE_POLICIES, SourceFile, display_path, load_file
 
 OPCODES, ROLES, GUARDRAILS = "opcodes.yaml", "roles.yaml", "guardrails.yaml"
 POLICY_FILES = (OPCODES, ROLES, GUARDRAILS)
+THE_FILES = "opcodes.yaml, roles.yaml and guardrails.yaml"
+# why a folder was taken, for PolicySource.found and the hints of its problems
+GIVEN, IN_SITE, IN_REPOSITORY, BUNDLED = "--policies", "site", "repository", "bundled"
+_FOUND = {
+    GIVEN: "given with --policies",
+    IN_SITE: f"the site folder's {SITE_POLICIES}/ folder",
+    IN_REPOSITORY: f"{SITE_POLICIES}/ at the top of the site's git repository",
+    BUNDLED: f"bundled with xce-gitops {__version__}",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySource:
+    """The policy folder a compile uses, and why that one (``GIVEN``, ``IN_SITE``, ...)."""
+
+    folder: Path
+    found: str = GIVEN
+
+    @property
+    def bundled(self) -> bool:
+        return self.found == BUNDLED
+
+    def describe(self) -> str:
+        """For people: "the policies bundled with xce-gitops 0.1.0", "policies/ (...)"."""
+        if self.bundled:
+            return f"the policies {_FOUND[BUNDLED]}"
+        return f"{display_path(self.folder)} ({_FOUND[self.found]})"
+
+    def hint(self, fix: str) -> str:
+        """A problem's hint about the folder, saying why it was taken when nobody named it."""
+        if self.found in (IN_SITE, IN_REPOSITORY):
+            return (
+                f"{fix}; this folder is used because it is {_FOUND[self.found]}: "
+                "rename it to use the bundled policies"
+            )
+        if self.found == GIVEN:
+            return f"{fix}, or leave out --policies to use the bundled ones"
+        return fix
 
 
 @dataclass(frozen=True, slots=True)
 class PolicyBuild:
-    """The compiled allowlists, and the policy files read (so a ``Locator`` can place their
-    problems)."""
+    """The compiled allowlists, the policy files read (so a ``Locator`` can place their
+    problems), where they came from and the sha256 of each file's bytes."""
 
     document: dict[str, Any]
     sources: tuple[SourceFile, ...]
+    origin: PolicySource
+    file_digests: Mapping[str, str]
 
     def to_bytes(self) -> bytes:
         return dumps(self.document)
@@ -46,28 +93,117 @@ class PolicyBuild:
         """sha256 of the bytes of build/allowlists.json, for the manifest."""
         return digest(self.to_bytes())
 
+    def provenance(self, site_dir: Path) -> dict[str, Any]:
+        """The manifest's record of the policy data: bundled (with the version) or a folder
+        (relative to the site folder), and each file's sha256, as ``sha256sum`` prints it."""
+        files = dict(sorted(self.file_digests.items()))
+        if self.origin.bundled:
+            return {"source": BUNDLED, "version": __version__, "files": files}
+        path = Path(os.path.relpath(self.origin.folder, site_dir)).as_posix()
+        return {"source": "folder", "path": path, "files": files}
 
-def missing_file(shown: str, problems: Problems) -> None:
-    problems.error(
-        "XCE600",
-        "policy file not found",
-        "the policies folder holds opcodes.yaml, roles.yaml and guardrails.yaml",
-        Where(shown),
+
+def work_tree_of(path: Path) -> Path | None:
+    """The top folder of the git work tree holding ``path`` (or, when it does not exist, its
+    nearest existing parent), if it is in one."""
+    existing = next((p for p in (path, *path.absolute().parents) if p.is_dir()), path)
+    try:
+        top = git.Repo(existing, search_parent_directories=True).working_tree_dir
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    return Path(top) if top else None
+
+
+def choose_policies(
+    site: Path, top: Path | None, given: Path | None, is_folder: Callable[[Path], bool]
+) -> PolicySource:
+    """The rule, once for the working tree and for a git revision: ``--policies DIR``, else
+    ``policies/`` in the site folder, else ``policies/`` at the ``top`` of the site's
+    repository, else the policies bundled with the package."""
+    if given is not None:
+        return PolicySource(given, GIVEN)
+    candidates = [(site / SITE_POLICIES, IN_SITE)]
+    if top is not None:
+        candidates.append((top / SITE_POLICIES, IN_REPOSITORY))
+    for folder, found in candidates:
+        if is_folder(folder):
+            return PolicySource(folder, found)
+    return PolicySource(bundled.policies_dir(), BUNDLED)
+
+
+def locate_policies(site_dir: Path, given: Path | None = None) -> PolicySource:
+    """The policy folder a site folder compiles with (``choose_policies``)."""
+    top = work_tree_of(site_dir) if given is None else None
+    return choose_policies(site_dir, top, given, Path.is_dir)
+
+
+def bundled_file(name: str) -> str:
+    """Where a hint tells people to find a bundled policy file to start from."""
+    return str((bundled.policies_dir() / name).resolve())
+
+
+def missing_file(shown: str, origin: PolicySource, problems: Problems) -> None:
+    """A policy file missing from its folder (XCE600): a folder replaces all three."""
+    name = Path(shown).name
+    fix = (
+        f"a policies folder replaces the bundled policies as a whole: start from the bundled "
+        f"{name}, {bundled_file(name)}"
     )
+    problems.error(codes.FILE_MISSING, "policy file not found", origin.hint(fix), Where(shown))
 
 
-def load_policy_dir(policies_dir: Path, problems: Problems) -> dict[str, SourceFile]:
+def missing_folder(origin: PolicySource, problems: Problems) -> None:
+    """The folder is not there (XCE010), or holds none of the policy files (XCE011)."""
+    folder, shown = origin.folder, display_path(origin.folder)
+    if folder.is_dir():
+        code, message = site_codes.NO_POLICY_FILES, f"no policy files in '{shown}'"
+        fix = f"put {THE_FILES} in it (start from the bundled ones, {bundled_file('.')})"
+    else:
+        code = site_codes.POLICIES_NOT_A_FOLDER
+        message = f"policies folder '{shown}' " + (
+            "is not a folder" if folder.exists() else "does not exist"
+        )
+        fix = f"give the folder that holds {THE_FILES}"
+    problems.error(code, message, origin.hint(fix), subject=shown)
+
+
+def load_policy_dir(origin: PolicySource, problems: Problems) -> dict[str, SourceFile]:
+    """The folder's policy files, loaded; a missing folder or file is reported."""
+    folder = origin.folder
+    present = [name for name in POLICY_FILES if (folder / name).is_file()]
+    if not present:
+        missing_folder(origin, problems)
+        return {}
     out: dict[str, SourceFile] = {}
     for name in POLICY_FILES:
-        path = policies_dir / name
-        shown = display_path(path)
-        if not path.is_file():
-            missing_file(shown, problems)
-            continue
-        source = load_file(path, shown, problems)
-        if source is not None:
+        path = folder / name
+        if name not in present:
+            missing_file(display_path(path), origin, problems)
+        elif (source := load_file(path, display_path(path), problems)) is not None:
             out[name] = source
     return out
+
+
+def file_digests(blobs: Mapping[str, bytes]) -> dict[str, str]:
+    """The sha256 of each policy file's bytes, by file name."""
+    return {Path(name).name: digest(data) for name, data in sorted(blobs.items())}
+
+
+def _catalog(files: Mapping[str, SourceFile], problems: Problems) -> Catalog:
+    """The catalog; one without any opcode is an error (XCE012), since every allowlist
+    compiled from it would be empty."""
+    if OPCODES not in files:
+        return Catalog({}, {})
+    before = len(problems)
+    catalog = read_catalog(files[OPCODES], problems)
+    if not catalog.opcodes and len(problems) == before:
+        problems.error(
+            site_codes.EMPTY_CATALOG,
+            "the opcode catalog lists no opcode",
+            "list the controller's opcodes under 'opcodes:' (docs/policies.md)",
+            Where(files[OPCODES].path, ("opcodes",)),
+        )
+    return catalog
 
 
 def compile_sources(
@@ -77,7 +213,7 @@ def compile_sources(
     today: datetime.date,
 ) -> dict[str, Any]:
     """Compile loaded policy files (keyed by file name) with the site's files."""
-    catalog = read_catalog(files[OPCODES], problems) if OPCODES in files else Catalog({}, {})
+    catalog = _catalog(files, problems)
     site = read_site(site_files, problems)
     before = len(problems)
     base_roles = read_roles(files[ROLES], problems) if ROLES in files else []
@@ -99,13 +235,17 @@ def compile_sources(
 
 
 def compile_policies(
-    policies_dir: Path,
+    policies: PolicySource | Path,
     site_files: Sequence[SourceFile],
     problems: Problems,
     today: datetime.date,
 ) -> PolicyBuild:
-    """Entry point for the site compiler: read policies/, apply the site's ``policy:``
-    and ``proxies:`` sections, enforce guardrails and return the allowlists."""
-    files = load_policy_dir(policies_dir, problems)
+    """Entry point for the site compiler: read the policy folder (a plain path counts as
+    given with --policies), apply the site's ``policy:`` and ``proxies:`` sections, enforce
+    guardrails and return the allowlists."""
+    origin = policies if isinstance(policies, PolicySource) else PolicySource(policies)
+    files = load_policy_dir(origin, problems)
     document = compile_sources(files, site_files, problems, today)
-    return PolicyBuild(document, tuple(files[n] for n in POLICY_FILES if n in files))
+    digests = file_digests({f.path: f.abspath.read_bytes() for f in files.values()})
+    sources = tuple(files[n] for n in POLICY_FILES if n in files)
+    return PolicyBuild(document, sources, origin, digests)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from compiler.policy import codes
 from compiler.policy.model import Catalog, Guardrail, Rule, Waiver
 from compiler.policy.resolve import ResolvedRole, known_role
 from compiler.policy.selectors import resolve_all
@@ -52,7 +53,7 @@ def enforce(
                     used[key] = waivers[key]
                     continue
                 problems.error(
-                    "XCE630",
+                    codes.GUARDRAIL_VIOLATED,
                     _violation(rail, role.name, op, catalog, sorted(named)),
                     f"{rail.description + '. ' if rail.description else ''}Remove or deny the "
                     "grant, or add a waiver with a reason and an expiry to the site-config",
@@ -64,7 +65,7 @@ def enforce(
     for w in {w.name: w for w in waivers.values()}.values():
         if w.name not in in_use:
             problems.warning(
-                "XCE644",
+                codes.WAIVER_STALE,
                 f"waiver '{w.name}' waives nothing: role '{w.role.text}' "
                 f"breaks guardrail '{w.guardrail.text}' with none of its opcodes",
                 "remove the waiver",
@@ -97,7 +98,7 @@ def _held_or_unused(
         opcode = catalog.opcodes[op]
         if not opcode.unused:
             problems.error(
-                "XCE631",
+                codes.OPCODE_NOT_HELD,
                 f"no role holds opcode '{op}'",
                 "grant it to the role that calls it, or mark it 'unused: true'",
                 opcode.where,

@@ -3,7 +3,8 @@
 No checkout and no working-tree access: blobs are read from the commit's tree, so the
 review works in a shallow CI clone as long as both revisions' commits were fetched.
 Site files are only parsed if they mention ``policy`` or ``proxies`` (a 100,000-host
-site-config is mostly host lists the policies never read).
+site-config is mostly host lists the policies never read). A revision without a policy
+folder compiles with the policies bundled with the installed package.
 """
 
 from __future__ import annotations
@@ -16,10 +17,17 @@ from typing import Any
 import git
 from git.exc import BadName, BadObject, InvalidGitRepositoryError, NoSuchPathError
 
-from compiler.policy.compile import POLICY_FILES, compile_sources, missing_file
+from compiler.policy import codes
+from compiler.policy.compile import (
+    POLICY_FILES,
+    PolicySource,
+    choose_policies,
+    compile_sources,
+    missing_file,
+)
 from compiler.policy.site import mentions_site_policy
 from compiler.problems import Problem, Problems, UserError
-from compiler.yaml_source import YAML_SUFFIXES, SourceFile, load_bytes
+from compiler.yaml_source import SITE_POLICIES, YAML_SUFFIXES, SourceFile, display_path, load_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +39,7 @@ class RevisionBuild:
     document: dict[str, Any]
     problems: Problems
     texts: dict[str, str] = field(default_factory=dict)
+    policies: str = ""  # where they came from: "policies/", "the policies bundled with ..."
 
 
 def open_repo(path: Path | None) -> git.Repo:
@@ -41,7 +50,7 @@ def open_repo(path: Path | None) -> git.Repo:
         raise UserError(
             [
                 Problem(
-                    "XCE660",
+                    codes.NOT_A_REPOSITORY,
                     f"not a git repository: {where}",
                     "run inside the policy repository or pass --repo",
                 )
@@ -60,7 +69,8 @@ def resolve_commit(repo: git.Repo, rev: str) -> git.Commit:
             if shallow
             else "check the name, or fetch it from the remote"
         )
-        raise UserError([Problem("XCE661", f"revision '{rev}' not found", hint)]) from None
+        raise UserError([Problem(codes.UNKNOWN_REVISION, f"revision '{rev}' not found",
+                                 hint)]) from None
 
 
 def inside(repo: git.Repo, path: str) -> str:
@@ -75,7 +85,7 @@ def inside(repo: git.Repo, path: str) -> str:
             raise UserError(
                 [
                     Problem(
-                        "XCE662",
+                        codes.BAD_FOLDER,
                         f"'{path}' is not inside the repository {top}",
                         "give --policies and --site relative to the repository's top folder",
                     )
@@ -84,8 +94,9 @@ def inside(repo: git.Repo, path: str) -> str:
     return PurePosixPath(folder.as_posix()).as_posix()
 
 
-def yaml_blobs(commit: git.Commit, folder: str) -> dict[str, bytes]:
-    """Repository path -> bytes of every YAML file under ``folder`` (skipping hidden ones)."""
+def yaml_blobs(commit: git.Commit, folder: str, skip: str | None = None) -> dict[str, bytes]:
+    """Repository path -> bytes of every YAML file under ``folder`` (skipping hidden ones,
+    and the folder ``skip`` directly in it)."""
     try:
         tree = commit.tree if folder == "." else commit.tree / folder
     except KeyError:
@@ -98,15 +109,43 @@ def yaml_blobs(commit: git.Commit, folder: str) -> dict[str, bytes]:
         if not isinstance(item, git.Blob) or not str(item.path).endswith(YAML_SUFFIXES):
             continue
         path = str(item.path)
-        if any(part.startswith(".") for part in PurePosixPath(path).relative_to(top).parts):
+        parts = PurePosixPath(path).relative_to(top).parts
+        if any(part.startswith(".") for part in parts) or (len(parts) > 1 and parts[0] == skip):
             continue
         out[path] = item.data_stream.read()
     return dict(sorted(out.items()))
 
 
+def _join(folder: str, name: str) -> str:
+    return name if folder == "." else f"{folder}/{name}"
+
+
+def _is_folder(commit: git.Commit, folder: str) -> bool:
+    try:
+        return isinstance(commit.tree / folder, git.Tree)
+    except KeyError:
+        return False
+
+
+def policy_blobs(commit: git.Commit, origin: PolicySource) -> dict[str, tuple[str, bytes | None]]:
+    """Each policy file's path as problems show it, and its bytes (None: it is missing)."""
+    if origin.bundled:
+        local = {name: origin.folder / name for name in POLICY_FILES}
+        return {
+            name: (display_path(path), path.read_bytes() if path.is_file() else None)
+            for name, path in local.items()
+        }
+    folder = origin.folder.as_posix()
+    blobs = yaml_blobs(commit, folder)
+    paths = {name: _join(folder, name) for name in POLICY_FILES}
+    return {name: (path, blobs.get(path)) for name, path in paths.items()}
+
+
 def compile_at(
-    repo: git.Repo, rev: str, policies: str, site: str, today: datetime.date
+    repo: git.Repo, rev: str, policies: str | None, site: str, today: datetime.date
 ) -> RevisionBuild:
+    """The allowlists at ``rev``, with ``policies`` or the folder ``choose_policies`` finds
+    in that revision's tree (paths relative to the top of the repository)."""
     commit = resolve_commit(repo, rev)
     problems = Problems()
     texts: dict[str, str] = {}
@@ -117,19 +156,22 @@ def compile_at(
             texts[path] = data.decode("utf-8")
         return source
 
-    policies, site = inside(repo, policies), inside(repo, site)
-    blobs = yaml_blobs(commit, policies)
+    site = inside(repo, site)
+    given = None if policies is None else Path(inside(repo, policies))
+    origin = choose_policies(
+        Path(site), Path("."), given, lambda folder: _is_folder(commit, folder.as_posix())
+    )
     files: dict[str, SourceFile] = {}
-    for name in POLICY_FILES:
-        path = name if policies == "." else f"{policies}/{name}"
-        if path not in blobs:
-            missing_file(path, problems)
-        elif (source := load(path, blobs[path])) is not None:
+    for name, (path, data) in policy_blobs(commit, origin).items():
+        if data is None:
+            missing_file(path, origin, problems)
+        elif (source := load(path, data)) is not None:
             files[name] = source
     site_files = [
         source
-        for path, data in yaml_blobs(commit, site).items()
+        for path, data in yaml_blobs(commit, site, skip=SITE_POLICIES).items()
         if mentions_site_policy(data) and (source := load(path, data)) is not None
     ]
     document = compile_sources(files, site_files, problems, today)
-    return RevisionBuild(rev, commit.hexsha, document, problems, texts)
+    where = origin.describe() if origin.bundled else f"{origin.folder.as_posix()}/"
+    return RevisionBuild(rev, commit.hexsha, document, problems, texts, where)

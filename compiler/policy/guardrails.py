@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.policy import codes
 from compiler.policy.model import Guardrail, Guardrails, Rule, WaiverLimits
 from compiler.policy.reader import NAME_RE, Fields, Ref, read_document
 from compiler.problems import Problems, Where
@@ -23,7 +24,7 @@ def read_guardrails(source: SourceFile, problems: Problems) -> Guardrails:
             continue
         if rail.name in rules:
             problems.error(
-                "XCE633",
+                codes.GUARDRAIL_TWICE,
                 f"guardrail '{rail.name}' is defined twice",
                 "keep one",
                 where.child("name"),
@@ -72,7 +73,7 @@ def _guardrail(item: Any, where: Where, problems: Problems) -> Guardrail | None:
     given = [r for r in Rule if f.has(r.value)]
     if len(given) != 1:
         problems.error(
-            "XCE634",
+            codes.GUARDRAIL_NOT_ONE_RULE,
             "a guardrail needs exactly one rule",
             "use one of: only_roles, never_roles, held_or_unused",
             where,
@@ -82,7 +83,7 @@ def _guardrail(item: Any, where: Where, problems: Problems) -> Guardrail | None:
     if rule is Rule.HELD_OR_UNUSED:
         if not f.boolean(rule.value):
             problems.error(
-                "XCE634",
+                codes.GUARDRAIL_NOT_ONE_RULE,
                 "held_or_unused can only be true",
                 "or remove the guardrail",
                 f.at(rule.value),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.names import did_you_mean
+from compiler.policy import codes
 from compiler.problems import Problems, Where
 from compiler.yaml_source import SourceFile
 
@@ -54,14 +55,14 @@ class Fields:
         for key in data:
             if key not in known:
                 problems.error(
-                    "XCE602",
+                    codes.UNKNOWN_KEY,
                     f"unknown key '{key}'",
                     did_you_mean(str(key), known) or "allowed keys: " + ", ".join(known),
                     where.child(str(key)).at_key(),
                 )
         for key in required:
             if key not in data:
-                problems.error("XCE603", f"missing required key '{key}'", "", where)
+                problems.error(codes.MISSING_KEY, f"missing required key '{key}'", "", where)
 
     @classmethod
     def of(
@@ -76,7 +77,8 @@ class Fields:
     ) -> Fields | None:
         """Read ``value`` as a mapping, or report that ``what`` must be one."""
         if not isinstance(value, dict):
-            problems.error("XCE604", f"{what} must be a mapping, not {type_name(value)}", "", where)
+            problems.error(codes.BAD_VALUE, f"{what} must be a mapping, not {type_name(value)}",
+                           "", where)
             return None
         return cls(value, where, problems, required=required, optional=optional)
 
@@ -88,7 +90,8 @@ class Fields:
 
     def _wrong(self, key: str, expected: str) -> None:
         got = type_name(self.data[key])
-        self.problems.error("XCE604", f"'{key}' must be {expected}, not {got}", "", self.at(key))
+        self.problems.error(codes.BAD_VALUE, f"'{key}' must be {expected}, not {got}", "",
+                            self.at(key))
 
     def string(
         self, key: str, pattern: re.Pattern[str] | None = None, hint: str = ""
@@ -100,7 +103,7 @@ class Fields:
             self._wrong(key, "a non-empty string")
             return None
         if pattern is not None and not pattern.match(value):
-            self.problems.error("XCE605", f"invalid {key} '{value}'", hint, self.at(key))
+            self.problems.error(codes.BAD_NAME, f"invalid {key} '{value}'", hint, self.at(key))
             return None
         return value
 
@@ -122,7 +125,7 @@ class Fields:
                 out.append(Ref(item, self.at(key).child(i)))
             else:
                 self.problems.error(
-                    "XCE604",
+                    codes.BAD_VALUE,
                     f"'{key}' items must be strings, not {type_name(item)}",
                     "",
                     self.at(key).child(i),
@@ -164,16 +167,23 @@ class Fields:
         """A date written ``2027-06-30`` (YAML reads it as a date) or as that string."""
         if key not in self.data:
             return None
-        value = self.data[key]
-        if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
-            return value
-        if isinstance(value, str):
-            try:
-                return datetime.date.fromisoformat(value)
-            except ValueError:
-                pass
-        self._wrong(key, "a date like 2027-06-30")
-        return None
+        found = as_date(self.data[key])
+        if found is None:
+            self._wrong(key, "a date like 2027-06-30")
+        return found
+
+
+def as_date(value: Any) -> datetime.date | None:
+    """``value`` as a date: one YAML read as a date (``2027-06-30``), or ISO 8601 text; None
+    for anything else. The one reading of a waiver's expiry, for policy and drift waivers."""
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return value
+    if isinstance(value, str):
+        try:
+            return datetime.date.fromisoformat(value)
+        except ValueError:
+            return None
+    return None
 
 
 def read_document(
@@ -187,7 +197,7 @@ def read_document(
     where = Where(source.path)
     if not isinstance(source.data, dict):
         problems.error(
-            "XCE601",
+            codes.FILE_NOT_VERSION_1,
             f"a policy file must be a mapping, not {type_name(source.data)}",
             "start the file with 'version: 1'",
             where,
@@ -199,7 +209,7 @@ def read_document(
     version = source.data.get("version")
     if "version" in source.data and version != 1:
         problems.error(
-            "XCE601",
+            codes.FILE_NOT_VERSION_1,
             f"unsupported policy file version {version!r}",
             "this xce-gitops reads 'version: 1'",
             where.child("version"),

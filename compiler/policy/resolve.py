@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from compiler.names import did_you_mean
+from compiler.policy import codes
 from compiler.policy.model import Catalog, RoleDef, RoleRule, SitePolicy
 from compiler.policy.reader import Ref
 from compiler.policy.selectors import resolve, resolve_all
@@ -30,7 +31,7 @@ def known_role(ref: Ref, roles: Mapping[str, object], problems: Problems) -> boo
     if ref.text in roles:
         return True
     problems.error(
-        "XCE623",
+        codes.UNKNOWN_ROLE,
         f"unknown role '{ref.text}'",
         did_you_mean(ref.text, roles) or "roles: " + ", ".join(sorted(roles)),
         ref.where,
@@ -51,7 +52,7 @@ def resolve_roles(
                 else "keep one definition"
             )
             problems.error(
-                "XCE624",
+                codes.ROLE_TWICE,
                 f"role '{role.name}' is defined twice",
                 hint,
                 role.where.child("name"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from compiler.names import did_you_mean
+from compiler.policy import codes
 from compiler.policy.catalog import RISKS
 from compiler.policy.model import Catalog
 from compiler.policy.reader import Ref
@@ -26,7 +27,7 @@ def resolve(sel: Ref, catalog: Catalog, problems: Problems, *, grant: bool = Fal
         cat = text.removeprefix("category:")
         if cat not in catalog.categories:
             problems.error(
-                "XCE622",
+                codes.SELECTOR_UNKNOWN_CLASS,
                 f"unknown category '{cat}' in selector '{text}'",
                 did_you_mean(cat, catalog.categories)
                 or "categories: " + ", ".join(catalog.categories),
@@ -38,7 +39,7 @@ def resolve(sel: Ref, catalog: Catalog, problems: Problems, *, grant: bool = Fal
         risk = text.removeprefix("risk:")
         if risk not in RISKS:
             problems.error(
-                "XCE622",
+                codes.SELECTOR_UNKNOWN_CLASS,
                 f"unknown risk '{risk}' in selector '{text}'",
                 did_you_mean(risk, RISKS) or "risks: " + ", ".join(RISKS),
                 sel.where,
@@ -50,7 +51,7 @@ def resolve(sel: Ref, catalog: Catalog, problems: Problems, *, grant: bool = Fal
         if not names:
             shapes = [*catalog.opcodes, *(f"{c}.*" for c in catalog.categories)]
             problems.error(
-                "XCE621",
+                codes.GLOB_MATCHES_NOTHING,
                 f"selector '{text}' matches no opcode",
                 did_you_mean(text, shapes) or "see policies/opcodes.yaml for the names",
                 sel.where,
@@ -61,7 +62,7 @@ def resolve(sel: Ref, catalog: Catalog, problems: Problems, *, grant: bool = Fal
         return []  # its catalog entry is wrong and already reported
     if op is None:
         problems.error(
-            "XCE620",
+            codes.UNKNOWN_OPCODE,
             f"unknown opcode '{text}'",
             did_you_mean(text, catalog.opcodes) or "see policies/opcodes.yaml",
             sel.where,
@@ -69,7 +70,7 @@ def resolve(sel: Ref, catalog: Catalog, problems: Problems, *, grant: bool = Fal
         return []
     if grant and op.unused:
         problems.error(
-            "XCE632",
+            codes.UNUSED_OPCODE_GRANTED,
             f"opcode '{text}' is marked unused but granted here",
             "remove the grant, or remove 'unused: true' from the catalog",
             sel.where,

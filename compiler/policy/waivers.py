@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from compiler.names import did_you_mean
+from compiler.policy import codes
 from compiler.policy.model import Guardrail, Waiver, WaiverLimits
 from compiler.policy.reader import NAME_RE, Fields
 from compiler.problems import Problems, Where
@@ -54,7 +55,7 @@ def valid_waivers(
     for w in waivers:
         if w.name in seen:
             problems.error(
-                "XCE646",
+                codes.WAIVER_TWICE,
                 f"waiver '{w.name}' is defined twice",
                 "keep one",
                 w.where.child("name"),
@@ -72,7 +73,7 @@ def _waivable(w: Waiver, guardrails: Mapping[str, Guardrail], problems: Problems
     rail = guardrails.get(w.guardrail.text)
     if rail is None:
         problems.error(
-            "XCE641",
+            codes.WAIVER_UNKNOWN_GUARDRAIL,
             f"waiver '{w.name}' names unknown guardrail '{w.guardrail.text}'",
             did_you_mean(w.guardrail.text, guardrails) or "guardrails: " + ", ".join(guardrails),
             w.guardrail.where,
@@ -80,7 +81,7 @@ def _waivable(w: Waiver, guardrails: Mapping[str, Guardrail], problems: Problems
         return False
     if not rail.roles:
         problems.error(
-            "XCE641",
+            codes.WAIVER_UNKNOWN_GUARDRAIL,
             f"guardrail '{rail.name}' cannot be waived",
             "mark the opcode 'unused' in the catalog, or grant it to a role",
             w.guardrail.where,
@@ -90,12 +91,20 @@ def _waivable(w: Waiver, guardrails: Mapping[str, Guardrail], problems: Problems
     return True
 
 
+def days_left(expires: datetime.date, today: datetime.date) -> int | None:
+    """The days a waiver holds after ``today`` (0: today is its last day), None once it has
+    expired: the one expiry rule of policy waivers and drift waivers (docs/drift.md)."""
+    left = (expires - today).days
+    return None if left < 0 else left
+
+
 def _in_date(w: Waiver, limits: WaiverLimits, today: datetime.date, problems: Problems) -> bool:
     """Whether the waiver is unexpired and within the longest term allowed (reported if
     not); one close to its expiry is in force with a warning."""
-    if w.expires < today:
+    left = days_left(w.expires, today)
+    if left is None:
         problems.error(
-            "XCE640",
+            codes.WAIVER_EXPIRED,
             f"waiver '{w.name}' expired on {w.expires.isoformat()}",
             "remove the waiver and the grant it allowed, or renew it after review",
             w.expires_where,
@@ -104,17 +113,16 @@ def _in_date(w: Waiver, limits: WaiverLimits, today: datetime.date, problems: Pr
     horizon = today + datetime.timedelta(days=limits.max_days)
     if w.expires > horizon:
         problems.error(
-            "XCE643",
+            codes.WAIVER_TOO_LONG,
             f"waiver '{w.name}' expires {w.expires.isoformat()}, more "
             f"than {limits.max_days} days from today",
             f"set an expiry on or before {horizon.isoformat()}",
             w.expires_where,
         )
         return False
-    left = (w.expires - today).days
     if left <= limits.warn_days:
         problems.warning(
-            "XCE645",
+            codes.WAIVER_EXPIRES_SOON,
             f"waiver '{w.name}' expires in {left} day(s)",
             "renew it after review, or remove what it allows",
             w.expires_where,

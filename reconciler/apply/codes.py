@@ -6,7 +6,7 @@ Keeping them together keeps docs/errors.md and the code in step.
 
 from __future__ import annotations
 
-from compiler.problems import Problem, Severity
+from compiler.problems import Hints
 
 # refused before anything runs
 USAGE = "XCE820"
@@ -34,7 +34,7 @@ NO_PROVIDER = "XCE838"
 LOCK_NOT_FOUND = "XCE840"
 LOCK_IS_LIVE = "XCE841"
 
-HINTS = {
+HINTS = Hints({
     SKIP_DESTROY: "destructive actions run only with xce-apply --allow-destroy, or from a "
     "plan saved with xce-plan --destroy",
     SKIP_PROTECTED: "protected entries are never destroyed: take the entry off "
@@ -48,10 +48,5 @@ HINTS = {
     LOCK_LOST: "the lock lease expired or was released by force; run xce-apply again, "
     "which takes the lock and resumes",
     NO_PROVIDER: "bind the provider in site-config (providers.yaml) and compile again",
-}
-
-
-def problem(code: str, message: str, subject: str | None = None, hint: str | None = None,
-            severity: Severity = Severity.ERROR) -> Problem:
-    return Problem(code, message, HINTS.get(code, "") if hint is None else hint, None,
-                   severity, subject)
+})
+problem = HINTS.problem

@@ -7,6 +7,7 @@ happen, so a long apply never hides a problem until its end.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from typing import Protocol, TextIO
 
 from rich.console import Console
@@ -47,25 +48,45 @@ class Silent:
 
 
 class PlainLines:
-    """``[  12/340] done          create volume-dir/shared/alice (shared-fs) 0.02s``."""
+    """``[  12/340] done          create volume-dir/shared/alice (shared-fs) 0.02s``.
+
+    Actions an earlier run of the plan did are one line per run of them, counted per kind
+    (resuming a 3,296-action plan near its end does not print 3,000 lines of nothing)."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._total = 0
         self._count = 0
+        self._done_before: Counter[str] = Counter()  # kind → already-done actions not shown
 
     def start(self, total: int) -> None:
         self._total = total
 
     def update(self, outcome: Outcome) -> None:
+        if outcome.status is Status.ALREADY_DONE:
+            self._count += 1
+            self._done_before[outcome.action.kind] += 1
+            return
+        self._say_done_before()
         self._count += 1
-        width = len(str(self._total))
         took = f" {outcome.seconds:.2f}s" if outcome.status is Status.DONE else ""
-        self._stream.write(f"[{self._count:>{width}}/{self._total}] {outcome.status.value:<13}"
-                           f"{describe(outcome)}{took}\n")
+        self._line(outcome.status.value, f"{describe(outcome)}{took}")
+
+    def _say_done_before(self) -> None:
+        if self._done_before:
+            kinds = ", ".join(f"{n:,} {kind}" for kind, n in sorted(self._done_before.items()))
+            count = sum(self._done_before.values())
+            self._line(Status.ALREADY_DONE.value, f"{count:,} action{'s' * (count != 1)} done "
+                       f"by an earlier run of this plan ({kinds})")
+            self._done_before.clear()
+
+    def _line(self, status: str, text: str) -> None:
+        width = len(str(self._total))
+        self._stream.write(f"[{self._count:>{width}}/{self._total}] {status:<13}{text}\n")
         self._stream.flush()
 
     def close(self) -> None:
+        self._say_done_before()
         self._stream.flush()
 
 

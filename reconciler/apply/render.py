@@ -1,27 +1,31 @@
 """The apply report as text (for people) or json (for CI), from the same ApplyReport data.
 
 Text lists only what needs attention (failed and skipped actions, why the apply stopped,
-stale entries) and counts the rest, so a 100,000-action apply still reads in one screen
-when it went well; json lists every action with its op_id for tools and audits.
+stale entries, entries nothing could be planned for) and counts the rest, and says once
+what many actions share (the same warning for 20 user directories), so a 100,000-action
+apply still reads in one screen when it went well; json lists every action with its
+op_id for tools and audits.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from compiler.canonical import dumps
 from compiler.formats import Formats
-from compiler.problem_render import problem_to_json
+from compiler.problem_render import fold_subjects, generic, group_by_subject, problem_to_json
 from compiler.problems import Problem
 from compiler.textstyle import Style
 from reconciler.apply.report import ApplyReport, Outcome, Status
+from reconciler.plan.render.common import entries, unknown_by_provider
 
 
 def _short(digest: str) -> str:
     return digest.removeprefix("sha256:")[:12]
 
 
-WARNINGS_SHOWN = 20  # actions with warnings listed in the text report
+WARNINGS_SHOWN = 20  # warnings (each said once for the actions it is alike for) listed
 
 
 def _headline(report: ApplyReport, s: Style) -> str:
@@ -31,7 +35,8 @@ def _headline(report: ApplyReport, s: Style) -> str:
     if report.result == "stale":
         return f"{s.red('Refused')} {what}: it is stale"
     run = f" as run {report.run_id}, epoch {report.epoch}" if report.run_id else ""
-    word = s.green("Applied") if report.result == "applied" else s.red("Failed to apply")
+    word = {"applied": s.green("Applied"), "incomplete": s.yellow("Applied, incompletely,")
+            }.get(report.result, s.red("Failed to apply"))
     return f"{word} {what}{run}"
 
 
@@ -45,13 +50,47 @@ def _outcome_lines(outcome: Outcome) -> list[str]:
 
 
 def _problem_lines(problems: tuple[Problem, ...]) -> list[str]:
-    """One line per problem; a hint shared by all of them (stale entries) is said once."""
-    hints = {p.hint for p in problems}
-    out = [f"  {p.code}: {p.message}" + (f"\n    hint: {p.hint}" if len(hints) > 1 and p.hint
-                                          else "") for p in problems]
-    if len(hints) == 1 and problems[0].hint:
-        out.append(f"  hint: {problems[0].hint}")
+    """One line per problem, or per problems alike but for their subject (stale entries);
+    a hint shared by all of them is said once."""
+    groups = group_by_subject(problems)
+    hints = {g.problem.hint for g in groups}
+    out = []
+    for g in groups:
+        p, alike = g.problem, len(g.subjects)
+        line = f"  {p.code}: {p.message}" if alike == 1 else \
+            f"  {p.code} ({alike} alike) {g.place()}: {p.message}"
+        out.append(line + (f"\n    hint: {p.hint}" if len(hints) > 1 and p.hint else ""))
+    if len(hints) == 1 and groups[0].problem.hint:
+        out.append(f"  hint: {groups[0].problem.hint}")
     return out
+
+
+def _warning_lines(warned: Sequence[Outcome]) -> list[str]:
+    """Each warning once for the actions it is alike for (same verb and provider, the same
+    words but for the entry's name), naming their entries compactly."""
+    groups: dict[tuple[str, str | None, str], list[tuple[str, str]]] = {}
+    for o in warned:
+        a = o.action
+        for w in o.warnings:
+            key = (a.verb.value, a.provider, generic(w, a.entry))
+            groups.setdefault(key, []).append((a.entry, w))
+    out = []
+    for (verb, provider, text), alike in list(groups.items())[:WARNINGS_SHOWN]:
+        ids = [entry for entry, _ in alike]
+        said = f", {len(ids)} actions: {text}" if len(ids) > 1 else f": {alike[0][1]}"
+        out.append(f"  {verb} {fold_subjects(ids)} ({provider}){said}")
+    if len(groups) > WARNINGS_SHOWN:
+        out.append(f"  … and {len(groups) - WARNINGS_SHOWN} more (--format json lists all)")
+    return out
+
+
+def _unknown_lines(report: ApplyReport, s: Style) -> list[str]:
+    if not report.unknown:
+        return []
+    return [s.yellow(f"Not planned, so not applied ({entries(len(report.unknown))}: what "
+                     "they depend on is unknown):"),
+            *(f"  ? {p}: {what} — {why}" for p, what, why in unknown_by_provider(report.unknown)),
+            "  hint: bring the provider back and apply again (or plan again); the rest is done"]
 
 
 def render_text(report: ApplyReport, style: Style | None = None) -> str:
@@ -69,11 +108,8 @@ def render_text(report: ApplyReport, style: Style | None = None) -> str:
     warned = [o for o in report.outcomes if o.warnings]
     if warned:
         out.append(f"{s.yellow('Done with warnings')} ({len(warned)}):")
-        for o in warned[:WARNINGS_SHOWN]:
-            a = o.action
-            out.extend(f"  {a.verb} {a.entry} ({a.provider}): {w}" for w in o.warnings)
-        if len(warned) > WARNINGS_SHOWN:
-            out.append(f"  … and {len(warned) - WARNINGS_SHOWN} more (--format json lists all)")
+        out.extend(_warning_lines(warned))
+    out.extend(_unknown_lines(report, s))
     if report.stopped is not None:
         out.append(f"{s.red('Stopped')}: {report.stopped.code} {report.stopped.message}")
         if report.stopped.hint:
@@ -109,6 +145,7 @@ def report_json(report: ApplyReport) -> dict[str, Any]:
         "stale": [problem_to_json(p) for p in report.stale],
         "stopped": None if report.stopped is None else problem_to_json(report.stopped),
         "notices": [problem_to_json(p) for p in report.notices],
+        "unknown": [n.to_json() for n in report.unknown],
     }
 
 

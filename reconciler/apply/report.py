@@ -1,7 +1,9 @@
 """What an apply did, as plain data: one outcome per action plus why it stopped, if it did.
 
 Renderers (text, json) and the exit code read this; nothing here prints. ``stale`` is set
-when the plan was refused before anything ran because the world moved on since planning.
+when the plan was refused before anything ran because the world moved on since planning;
+``unknown`` lists the entries the plan could not decide about (a provider did not report),
+so an apply that did all it planned is still not a full success (exit 1).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from enum import StrEnum
 
 from compiler.cli_runner import EXIT_ERROR, EXIT_OK, EXIT_STALE
 from compiler.problems import Problem
-from reconciler.plan.model import Action
+from reconciler.plan.model import Action, Note
 
 
 class Status(StrEnum):
@@ -58,6 +60,7 @@ class ApplyReport:
     stopped: Problem | None = None
     stale: tuple[Problem, ...] = ()
     seconds: float = 0.0
+    unknown: tuple[Note, ...] = ()  # nothing was planned for these: their provider was silent
 
     def counts(self) -> dict[str, int]:
         counted = Counter(o.status for o in self.outcomes)
@@ -65,13 +68,15 @@ class ApplyReport:
 
     @property
     def result(self) -> str:
-        """``stale``, ``failed`` or ``applied``: the one word a CI job keys on."""
+        """``stale``, ``failed``, ``incomplete`` (all that was planned is done, but some
+        entries could not be planned) or ``applied``: the one word a CI job keys on."""
         if self.stale:
             return "stale"
         if self.stopped is not None or any(o.status is Status.FAILED for o in self.outcomes):
             return "failed"
-        return "applied"
+        return "incomplete" if self.unknown else "applied"
 
     @property
     def exit_code(self) -> int:
-        return {"stale": EXIT_STALE, "failed": EXIT_ERROR}.get(self.result, EXIT_OK)
+        return {"stale": EXIT_STALE, "failed": EXIT_ERROR,
+                "incomplete": EXIT_ERROR}.get(self.result, EXIT_OK)

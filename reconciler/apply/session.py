@@ -184,8 +184,8 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
     report = _report(run, plan, run_id, outcomes=outcomes, stopped=executor.stopped,
                      digest=digest)
     clean = report.result == "applied" and all(o.ok for o in outcomes)
-    status = (RunStatus.INTERRUPTED if executor.stopped is not None
-              else RunStatus.SUCCEEDED if report.result == "applied" else RunStatus.FAILED)
+    status = (RunStatus.INTERRUPTED if executor.stopped is not None  # incomplete: succeeded
+              else RunStatus.FAILED if report.result == "failed" else RunStatus.SUCCEEDED)
     run.store.finish_run(run_id, status)
     if clean and not partial:
         run.store.set_applied(supply.site or supply.owner, run.desired.digest, supply.revision)
@@ -264,5 +264,5 @@ def _report(run: _Run, plan: Plan, run_id: str | None, *, outcomes: Collection[O
                        revision=plan.revision, run_id=run_id, epoch=run.epoch or None,
                        outcomes=tuple(outcomes), notices=(*run.notices, *_reconnected(run)),
                        stopped=stopped, stale=tuple(stale),
-                       seconds=time.monotonic() - run.started)
+                       seconds=time.monotonic() - run.started, unknown=plan.unknown)
 

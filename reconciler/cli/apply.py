@@ -10,18 +10,29 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 
+from compiler.bundled import POLICIES_HELP
 from compiler.cli_runner import UsageParser, run_cli
 from compiler.problem_render import render_text as render_problems
 from compiler.problems import Problem, UserError
 from compiler.textstyle import Style
-from reconciler.apply import FORMATS, ApplyOptions, FreshPlan, RetryPolicy, apply, render
+from reconciler.apply import (
+    FORMATS,
+    ApplyOptions,
+    ApplyReport,
+    FreshPlan,
+    RetryPolicy,
+    apply,
+    render,
+)
 from reconciler.apply.codes import USAGE
 from reconciler.apply.progress import sink_for
-from reconciler.pipeline import STATE_FILE, default_workdir, load_desired
+from reconciler.pipeline import STATE_FILE, Desired, default_workdir, load_desired
 from reconciler.plan.file import SavedPlan, load_plan
-from reconciler.state import open_store
+from reconciler.state import StateStore, open_store
 
 PROG = "xce-apply"
 
@@ -65,14 +76,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--auto-approve", action="store_true",
                    help="plan and apply in one go, without a saved plan")
     p.add_argument("--site", type=Path, help="site-config folder of a saved plan, for its "
-                   "provider bindings (default: site-config, unless --desired is given)")
+                   "provider bindings (default: the one the plan was made from)")
     p.add_argument("--desired", type=Path,
                    help="a compiled supply map (build/supply-map.json, bindings.json beside it)")
+    p.add_argument("--policies", type=Path, metavar="DIR", help=POLICIES_HELP)
     p.add_argument("--workdir", type=Path, help="folder of the embedded defaults "
-                   "(default: <site>/.xce)")
+                   "(default: a saved plan's own, else <site>/.xce)")
     p.add_argument("--state", metavar="PATH|URL", help="state store: a file, sqlite:///path or "
-                   "postgresql://user@host/db (default: $XCE_STATE_URL, else "
-                   f"<workdir>/{STATE_FILE})")
+                   "postgresql://user@host/db (default: a saved plan's own, else "
+                   f"$XCE_STATE_URL, else <workdir>/{STATE_FILE})")
     p.add_argument("--lock-timeout", type=seconds, default=0.0, metavar="SECONDS",
                    help="wait this long for another apply to finish (default: fail at once)")
     p.add_argument("--lock-ttl", type=lease, default=60.0, metavar="SECONDS",
@@ -94,17 +106,43 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _source(args: argparse.Namespace) -> tuple[SavedPlan | FreshPlan, Path | None]:
-    """What to apply, and the site folder (None when --desired gives the map)."""
+@dataclass(frozen=True, slots=True)
+class _Inputs:
+    """What one apply works with: the plan (or how to make one), the site folder or compiled
+    map, the workdir, and how to open the state store."""
+
+    source: SavedPlan | FreshPlan
+    site: Path | None
+    desired: Path | None
+    workdir: Path
+    state: str | None
+
+    def store(self) -> AbstractContextManager[StateStore]:
+        """A saved plan's own store, or XCE768 naming both; else the one named or default."""
+        default = self.workdir / STATE_FILE
+        if isinstance(self.source, SavedPlan) and self.source.origin is not None:
+            return self.source.origin.open_store(self.state, default)
+        return open_store(self.state, default)
+
+
+def _fresh(args: argparse.Namespace) -> _Inputs:
+    """A site applied with --auto-approve."""
     target: Path | None = args.what
-    site_given = target.is_dir() if target is not None else args.desired is not None
-    if site_given:
-        if not args.auto_approve:
-            raise _usage(f"{target or args.desired} is a site, not a saved plan",
-                         "apply a site with --auto-approve, or save a plan first: "
-                         "xce-plan SITE --out plan.json && xce-apply plan.json")
-        site = None if args.desired else target
-        return FreshPlan(tuple(args.targets), args.force), site
+    if not args.auto_approve:
+        raise _usage(f"{target or args.desired} is a site, not a saved plan",
+                     "apply a site with --auto-approve, or save a plan first: "
+                     "xce-plan SITE --out plan.json && xce-apply plan.json")
+    site = None if args.desired else target
+    return _Inputs(FreshPlan(tuple(args.targets), args.force), site, args.desired,
+                   args.workdir or default_workdir(site, args.desired), args.state)
+
+
+def _inputs(args: argparse.Namespace) -> _Inputs:
+    """A saved plan is applied with the site, workdir and store it was made with, unless
+    the command line names others (another workdir or store is refused: XCE767, XCE768)."""
+    target: Path | None = args.what
+    if target.is_dir() if target is not None else args.desired is not None:
+        return _fresh(args)
     if target is None:
         raise _usage("nothing to apply", "pass a plan file (xce-plan --out) or a site folder "
                      "with --auto-approve")
@@ -112,26 +150,32 @@ def _source(args: argparse.Namespace) -> tuple[SavedPlan | FreshPlan, Path | Non
         raise _usage("--auto-approve, --target and --force are for applying a site",
                      "a saved plan is applied as it was made; plan again to change it")
     saved = load_plan(target)
-    site = args.site if args.site is not None or args.desired else Path("site-config")
-    return saved, site
+    assert saved.origin is not None  # a plan file always records it
+    site, desired = saved.origin.inputs(args.site, args.desired)
+    workdir = saved.origin.workdir_for(args.workdir, default_workdir(site, desired))
+    return _Inputs(saved, site, desired, workdir, args.state)
 
 
 def _body(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
-    source, site = _source(args)
-    desired = load_desired(site, args.desired)
-    workdir = args.workdir or default_workdir(site, args.desired)
+    inputs = _inputs(args)
+    desired = load_desired(inputs.site, inputs.desired, args.policies)  # a site that does
+    with inputs.store() as store:  # not compile leaves no state store behind
+        report = _apply(args, inputs, desired, store)
+    if report.notices:
+        sys.stderr.write(render_problems(report.notices, Style.for_stream(sys.stderr)))
+    sys.stdout.write(render(report, args.format, Style.for_stream(sys.stdout)))
+    return report.exit_code
+
+
+def _apply(args: argparse.Namespace, inputs: _Inputs, desired: Desired,
+           store: StateStore) -> ApplyReport:
     options = ApplyOptions(
         allow_destroy=args.allow_destroy, lock_timeout=args.lock_timeout,
         lock_ttl=args.lock_ttl, parallelism=args.parallelism,
         retry=RetryPolicy(retries=max(0, args.retries), delay=args.retry_delay),
     )
-    with open_store(args.state, workdir / STATE_FILE) as store:
-        report = apply(desired, source, store, workdir, options, sink_for(sys.stderr))
-    if report.notices:
-        sys.stderr.write(render_problems(report.notices, Style.for_stream(sys.stderr)))
-    sys.stdout.write(render(report, args.format, Style.for_stream(sys.stdout)))
-    return report.exit_code
+    return apply(desired, inputs.source, store, inputs.workdir, options, sink_for(sys.stderr))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,9 @@ from reconciler.providers.dataset_digest import DatasetError, dataset_digest
 def _body(argv: list[str] | None) -> int:
     p = UsageParser(prog="xce-digest",
                     description="Print the sha256 digest of a dataset file or folder.")
-    p.add_argument("paths", nargs="+", type=Path)
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                   help="a dataset file or folder (symbolic links, FIFOs and devices are "
+                   "refused)")
     args = p.parse_args(argv)
     status = EXIT_OK
     for path in args.paths:

@@ -37,7 +37,8 @@ def parser() -> argparse.ArgumentParser:
                    "else <workdir>/state.sqlite)")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     listing = sub.add_parser("list", help="the locks and who holds them")
-    listing.add_argument("--format", choices=("text", "json"), default="text")
+    listing.add_argument("--format", choices=("text", "json"), default="text",
+                         help="text for people, json for tools (default: text)")
     release = sub.add_parser("release", help="release a lock whose runner is gone")
     release.add_argument("name", help="the lock's name, e.g. apply/hpc-east")
     release.add_argument("--force", action="store_true",

@@ -21,7 +21,7 @@ from compiler.cli_runner import EXIT_OK, UsageParser, run_cli
 from compiler.hostlist import HostlistError, expand
 from compiler.model.provider_params import ControllerMapParams
 from compiler.names import did_you_mean
-from compiler.problems import Problem, UserError
+from compiler.problems import Hints, Problem, UserError
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.controller_map.entries import HELD_KINDS
 from reconciler.providers.controller_map.lifecycle import REPORTER_EVENTS, Event
@@ -33,9 +33,26 @@ PROG = "xce-map"
 SHOWN = 20  # per-host lines printed before the rest is summed up
 NOTHING = "nothing in this batch was recorded"
 
+# the problem codes (docs/errors.md "Controller map"), named once
+MAP_UNUSABLE = "XCE730"
+MAP_BUSY = "XCE731"
+NOT_A_HOSTLIST = "XCE732"
+EVENT_REFUSED = "XCE733"
+UNKNOWN_HOST = "XCE734"
+BAD_TIME = "XCE735"
+UNKNOWN_KIND = "XCE736"
+USAGE = "XCE737"
+
+HINTS = Hints({
+    MAP_BUSY: "try again when the other writer is done",
+    EVENT_REFUSED: NOTHING,
+    UNKNOWN_HOST: f"report join first to add it; {NOTHING}",
+    BAD_TIME: "write it like 2026-11-29T09:40:00Z",
+})
+
 
 class _Parser(UsageParser):
-    usage_code = "XCE737"
+    usage_code = USAGE
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,7 +73,8 @@ def _parser() -> argparse.ArgumentParser:
         e.add_argument("--at", help="when it happened, ISO 8601 (default: now; no zone = UTC)")
     show = sub.add_parser("show", help="print the entries of the map")
     show.add_argument("--kind", help=f"only entries of this kind ({', '.join(HELD_KINDS)})")
-    show.add_argument("--format", choices=("text", "json"), default="text")
+    show.add_argument("--format", choices=("text", "json"), default="text",
+                      help="text for people, json for tools (default: text)")
     return p
 
 
@@ -78,12 +96,9 @@ def _opened(path: Path, *, create: bool) -> Iterator[MapStore]:
             store.close()
     except ProviderError as err:
         if err.code is ErrorCode.UNAVAILABLE:
-            raise UserError(
-                [Problem("XCE731", err.message, "try again when the other writer is done",
-                         subject=str(path))]
-            ) from None
+            raise UserError([HINTS.problem(MAP_BUSY, err.message, str(path))]) from None
         hint = "check --db, --workdir and --provider" + ("" if create else "; report a join first")
-        raise UserError([Problem("XCE730", err.message, hint, subject=str(path))]) from None
+        raise UserError([HINTS.problem(MAP_UNUSABLE, err.message, str(path), hint)]) from None
 
 
 def _hosts(expression: str) -> list[str]:
@@ -92,7 +107,7 @@ def _hosts(expression: str) -> list[str]:
     except HostlistError as err:
         message = f"{expression!r} is not a host name or hostlist: {err.message}"
         hint = f"at character {err.offset + 1}; write a name (cn001) or a hostlist (cn[001-064])"
-        raise UserError([Problem("XCE732", message, hint, subject=PROG)]) from None
+        raise UserError([HINTS.problem(NOT_A_HOSTLIST, message, PROG, hint)]) from None
 
 
 def _instant(text: str | None) -> float:
@@ -102,26 +117,18 @@ def _instant(text: str | None) -> float:
         moment = datetime.fromisoformat(text)
     except ValueError:
         message = f"--at {text!r} is not an ISO 8601 time"
-        hint = "write it like 2026-11-29T09:40:00Z"
-        raise UserError([Problem("XCE735", message, hint, subject=PROG)]) from None
+        raise UserError([HINTS.problem(BAD_TIME, message, PROG)]) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
 
 
 def _refusal_problems(event: Event, refusals: Sequence[Refusal]) -> list[Problem]:
-    problems = [
-        Problem(
-            "XCE734" if r.unknown else "XCE733",
-            r.reason,
-            ("report join first to add it; " if r.unknown else "") + NOTHING,
-            subject=r.id,
-        )
-        for r in refusals[:SHOWN]
-    ]
+    problems = [HINTS.problem(UNKNOWN_HOST if r.unknown else EVENT_REFUSED, r.reason, r.id)
+                for r in refusals[:SHOWN]]
     if len(refusals) > SHOWN:
         rest = f"{len(refusals) - SHOWN} more host(s) refused '{event.value}' the same way"
-        problems.append(Problem("XCE733", rest, NOTHING, subject=PROG))
+        problems.append(HINTS.problem(EVENT_REFUSED, rest, PROG))
     return problems
 
 
@@ -188,7 +195,7 @@ def _show(args: argparse.Namespace, path: Path) -> int:
     if kind is not None and kind not in HELD_KINDS:
         hint = did_you_mean(kind, HELD_KINDS) or f"kinds: {', '.join(HELD_KINDS)}"
         message = f"the controller map holds no kind '{kind}'"
-        raise UserError([Problem("XCE736", message, hint, subject=PROG)])
+        raise UserError([HINTS.problem(UNKNOWN_KIND, message, PROG, hint)])
     with _opened(path, create=False) as store, store.read() as tx:
         generation, docs = tx.generation(), tx.docs(kind)
     entries = decode_docs(docs)

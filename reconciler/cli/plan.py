@@ -8,18 +8,28 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
+from compiler.bundled import POLICIES_HELP
 from compiler.cli_runner import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, UsageParser, run_cli
 from compiler.gc_pause import gc_paused
 from compiler.problem_render import render_text as render_problems
-from compiler.problems import Problem, Severity
+from compiler.problems import Severity
 from compiler.textstyle import Style
-from reconciler.pipeline import STATE_FILE, default_workdir, gather, load_desired, plan_for
+from reconciler.pipeline import (
+    STATE_FILE,
+    default_workdir,
+    gather,
+    load_desired,
+    plan_for,
+    unreported,
+)
 from reconciler.plan.file import save_plan
+from reconciler.plan.origin import origin_here
 from reconciler.plan.redact import redacted
 from reconciler.plan.render import FORMATS
 from reconciler.plan.render import render as render_plan
@@ -34,10 +44,13 @@ def parser() -> argparse.ArgumentParser:
                    help="site-config folder (default: site-config, unless --desired is given)")
     p.add_argument("--desired", type=Path, help="a compiled supply map (build/supply-map.json) "
                    "instead of compiling the site")
+    p.add_argument("--policies", type=Path, metavar="DIR", help=POLICIES_HELP)
     p.add_argument("--live", type=Path, help="plan against a live-map snapshot file instead of "
                    "asking the providers")
     p.add_argument("--out", type=Path, help="save the plan to this file for xce-apply")
-    p.add_argument("--format", choices=FORMATS.names, default="text")
+    p.add_argument("--format", choices=FORMATS.names, default="text",
+                   help="text for a terminal, json for tools, markdown for a pull-request "
+                   "comment (default: text)")
     p.add_argument("--target", action="append", default=[], metavar="ID",
                    help="plan only these entry ids (globs allowed) and what they depend on")
     p.add_argument("--workdir", type=Path, help="folder of the embedded defaults "
@@ -71,28 +84,29 @@ def _history(state: str | None, workdir: Path) -> AbstractContextManager[StateSt
 def _body(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     site = args.site if args.site is not None or args.desired else Path("site-config")
-    desired = load_desired(site, args.desired)
+    desired = load_desired(site, args.desired, args.policies)
     workdir = args.workdir or default_workdir(site, args.desired)
+    existed = workdir.is_dir()  # before the providers are asked: they make their folders
     with _history(args.state, workdir) as store:
         live = gather(desired, workdir, args.live, store=store, accept=args.accept_generation)
         applied = None if store is None else store.get_applied(desired.supply.site) is not None
+        origin = origin_here(None if args.desired else site, args.desired, workdir,
+                             existed=existed, beside=args.workdir is None, store=store,
+                             default_store=workdir / STATE_FILE, option=args.state)
     plan = plan_for(desired, live, now=time.time(), targets=args.target, destroy=args.destroy,
                     force=args.force, applied_before=applied)
     err_style = Style.for_stream(sys.stderr)
     problems = [*desired.warnings, *live.problems]
     if args.live is not None:  # a snapshot's unknown providers explain the exit code
-        problems += [
-            Problem("XCE713", f"the live map says provider {name} did not report: {why}",
-                    "export the snapshot again once the provider answers; until then its "
-                    "entries are unknown and nothing is planned for them",
-                    severity=Severity.WARNING, subject=name)
-            for name, why in sorted(live.supply.unknown.items())
-        ]
+        problems += unreported(live)
     if args.format != "text":  # the text rendering shows the plan's own problems
         problems += plan.problems
     # Shown and saved alike: a secret a provider echoed in its inventory is masked in an
     # action's before/after/changes, never printed nor written to CI artifacts.
-    shown = redacted(plan)
+    shown = redacted(plan, desired.bindings.redactor())
+    saved = args.out is not None and not plan.blocked
+    if saved:  # before anything is printed: a failure to save leaves one document
+        save_plan(args.out, shown, destroy=args.destroy, origin=origin)
     sys.stdout.write(render_plan(shown, args.format, Style.for_stream(sys.stdout)))
     if problems:
         sys.stderr.write(render_problems(problems, err_style))
@@ -101,9 +115,9 @@ def _body(argv: list[str] | None) -> int:
     # may be saved.
     failed = (plan.blocked or bool(live.supply.unknown) or bool(live.supply.unknown_entries)
               or any(p.severity is Severity.ERROR for p in problems))
-    if args.out is not None and not plan.blocked:
-        save_plan(args.out, shown, destroy=args.destroy)
-        sys.stderr.write(f"Saved the plan to {args.out}; apply it with: xce-apply {args.out}\n")
+    if saved:  # runs as printed in this folder: the plan holds its site, workdir and store
+        sys.stderr.write(f"Saved the plan to {args.out}; apply it with: "
+                         f"xce-apply {shlex.quote(str(args.out))}\n")
     if failed:
         return EXIT_ERROR
     return EXIT_CHANGES if plan.has_changes else EXIT_OK

@@ -1,11 +1,12 @@
 """The saved plan file: what ``xce-apply`` runs, bound to what it was made from.
 
-A plan file records the desired digest, the git revision, the destroy permission and the
-fingerprint of every live entry the plan touches. The applier compares those before it
-acts, so a plan made against another config or an older live map is refused instead of
-being applied to a world it was not made for. The file is canonical JSON with a format
-name, a version and a digest of its own body, so a truncated, edited, foreign or newer
-file is a clear error.
+A plan file records the desired digest, the git revision, the destroy permission, the
+fingerprint of every live entry the plan touches, and where it was made (the site folder,
+the workdir, the state store: ``reconciler/plan/origin.py``). The applier compares those
+before it acts, so a plan made against another config, workdir, store or an older live
+map is refused instead of being applied to a world it was not made for. The file is
+canonical JSON with a format name, a version and a digest of its own body, so a
+truncated, edited, foreign, older or newer file is a clear error.
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ import orjson
 
 from compiler.canonical import digest_of, dumps
 from compiler.gc_pause import gc_paused
-from compiler.problems import Problem, UserError
+from compiler.problems import UserError
 from compiler.supply_map import Entry, SupplyMap
+from reconciler.plan import codes
 from reconciler.plan.model import Plan
+from reconciler.plan.origin import Origin
 
 FORMAT = "xce-plan"
-FORMAT_VERSION = 1
+# 2: the plan records its origin. A version-1 file (no origin) is refused: a plan is
+# short-lived, and making it again is safer than guessing where it was made.
+FORMAT_VERSION = 2
 ABSENT = "absent"
 
 
@@ -40,6 +45,7 @@ class SavedPlan:
     plan: Plan
     destroy: bool
     format_version: int = FORMAT_VERSION
+    origin: Origin | None = None  # None only for a plan handed over in-process
 
     @property
     def desired_digest(self) -> str:
@@ -64,18 +70,18 @@ def stale_entries(plan: Plan, live: SupplyMap, skip: Collection[str] = ()) -> li
     )
 
 
-def plan_file_bytes(plan: Plan, *, destroy: bool) -> bytes:
+def plan_file_bytes(plan: Plan, *, destroy: bool, origin: Origin) -> bytes:
     # The plan JSON carries the desired digest, the revision and the fingerprints.
-    body = {"destroy": destroy, "plan": plan.to_json()}
+    body = {"destroy": destroy, "origin": origin.to_json(), "plan": plan.to_json()}
     return dumps({"format": FORMAT, "version": FORMAT_VERSION, "digest": digest_of(body),
                   "body": body})
 
 
-def save_plan(path: str | Path, plan: Plan, *, destroy: bool) -> None:
+def save_plan(path: str | Path, plan: Plan, *, destroy: bool, origin: Origin) -> None:
     """Write atomically (temp file + rename) so a crash never leaves half a plan."""
     target = Path(path)
     with gc_paused():  # a first plan creates every entry: a dict per action, no cycles
-        data = plan_file_bytes(plan, destroy=destroy)
+        data = plan_file_bytes(plan, destroy=destroy, origin=origin)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
@@ -83,33 +89,31 @@ def save_plan(path: str | Path, plan: Plan, *, destroy: bool) -> None:
             fh.write(data)
         os.replace(tmp, target)
     except OSError as err:
-        raise UserError([Problem("XCE765", f"cannot write the plan file: {err.strerror}",
-                                 "check the directory exists and is writable",
-                                 subject=str(target))]) from err
+        raise UserError([codes.problem(codes.PLAN_UNWRITABLE, "cannot write the plan file: "
+                                       f"{err.strerror}", str(target))]) from err
 
 
-def _fail(path: Path, code: str, message: str, hint: str) -> UserError:
-    return UserError([Problem(code, message, hint, subject=str(path))])
-
-
-_REMAKE = "make the plan again with xce-plan --out FILE"
+def _fail(path: Path, code: str, message: str) -> UserError:
+    return UserError([codes.problem(code, message, str(path))])
 
 
 def _check_header(path: Path, doc: Any) -> Mapping[str, Any]:
     if not isinstance(doc, Mapping) or doc.get("format") != FORMAT:
-        raise _fail(path, "XCE762", "not an xce-gitops plan file",
-                    "pass the file that xce-plan --out wrote")
+        raise _fail(path, codes.NOT_A_PLAN, "not an xce-gitops plan file")
     version = doc.get("version")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise _fail(path, "XCE764", "the plan file has no valid format version", _REMAKE)
+        raise _fail(path, codes.PLAN_MALFORMED, "the plan file has no valid format version")
     if version > FORMAT_VERSION:
-        raise _fail(path, "XCE763", f"the plan file has format version {version}; this "
-                    f"xce-gitops reads up to version {FORMAT_VERSION}",
-                    "apply it with the xce-gitops version that made it, or upgrade")
+        raise _fail(path, codes.PLAN_TOO_NEW, f"the plan file has format version {version}; "
+                    f"this xce-gitops reads up to version {FORMAT_VERSION}")
+    if version < FORMAT_VERSION:
+        raise _fail(path, codes.PLAN_TOO_OLD, f"the plan file was made by an older "
+                    f"xce-gitops (format version {version}; this one reads version "
+                    f"{FORMAT_VERSION}, which records where the plan was made)")
     body = doc.get("body")
     if not isinstance(body, Mapping) or digest_of(body) != doc.get("digest"):
-        raise _fail(path, "XCE761", "the plan file is corrupt: its content does not match its "
-                    "digest (edited or truncated)", _REMAKE)
+        raise _fail(path, codes.PLAN_CORRUPT, "the plan file is corrupt: its content does not "
+                    "match its digest (edited or truncated)")
     return body
 
 
@@ -119,20 +123,21 @@ def load_plan(path: str | Path) -> SavedPlan:
     try:
         raw = source.read_bytes()
     except OSError as err:
-        raise _fail(source, "XCE760", f"cannot read the plan file: {err.strerror}",
-                    "check the path (the plan is saved by xce-plan --out FILE)") from err
+        raise _fail(source, codes.PLAN_UNREADABLE,
+                    f"cannot read the plan file: {err.strerror}") from err
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as err:
-        raise _fail(source, "XCE761", f"the plan file is corrupt: not valid JSON ({err})",
-                    _REMAKE) from err
+        raise _fail(source, codes.PLAN_CORRUPT,
+                    f"the plan file is corrupt: not valid JSON ({err})") from err
     body = _check_header(source, doc)
     try:
         plan = Plan.from_json(body["plan"])
+        origin = Origin.from_json(body["origin"])
         destroy = body["destroy"]
         if not isinstance(destroy, bool):
             raise TypeError("destroy is not a boolean")
     except (KeyError, TypeError, ValueError, AttributeError) as err:
-        raise _fail(source, "XCE764", f"the plan file is malformed ({type(err).__name__}: "
-                    f"{err})", _REMAKE) from err
-    return SavedPlan(plan=plan, destroy=destroy, format_version=doc["version"])
+        raise _fail(source, codes.PLAN_MALFORMED, f"the plan file is malformed "
+                    f"({type(err).__name__}: {err})") from err
+    return SavedPlan(plan=plan, destroy=destroy, format_version=doc["version"], origin=origin)

@@ -214,8 +214,15 @@ class Plan:
 
     @property
     def has_changes(self) -> bool:
-        """Work or drift of ours: exit code 2 (-detailed-exitcode); co-managed does not count."""
-        return bool(self.actions or self.orphans or self.drift_reported)
+        """Actions to apply: exit code 2 (-detailed-exitcode). What is only reported —
+        orphans, drift it does not correct, pending and co-managed entries — is listed but
+        leaves nothing for xce-apply to do (the drift check has exit codes of its own)."""
+        return bool(self.actions)
+
+    @property
+    def reported(self) -> int:
+        """Entries of ours reported without an action (orphans, drift not corrected)."""
+        return len(self.orphans) + len(self.drift_reported)
 
     def notes(self) -> dict[str, tuple[Note, ...]]:
         return {name: getattr(self, name) for name in NOTE_LISTS}

@@ -12,15 +12,15 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from compiler.problems import Problem, Severity
+from reconciler.plan import codes
 from reconciler.plan.model import Action
 from reconciler.planner.settings import PlanSettings
 
-_FORCE = "re-run with --force if this is intended"
 
-
-def _problem(code: str, subject: str, message: str, hint: str, force: bool) -> Problem:
+def _problem(code: str, subject: str, message: str, force: bool,
+             hint: str | None = None) -> Problem:
     severity = Severity.WARNING if force else Severity.ERROR
-    return Problem(code, message, hint, None, severity, subject)
+    return codes.problem(code, message, subject, hint, severity)
 
 
 def _removal_share(actions: Sequence[Action], settings: PlanSettings,
@@ -34,18 +34,17 @@ def _removal_share(actions: Sequence[Action], settings: PlanSettings,
         limit = safety.delete_fraction(kind)
         if live_count >= safety.min_entries and count / live_count > limit:
             out.append(_problem(
-                "XCE751", kind, f"the plan removes {count} of {live_count} live {kind} "
-                f"entries ({count / live_count:.0%}), more than max_delete_fraction "
-                f"{limit:.0%}", f"raise site.safety.max_delete_fraction.{kind}, or {_FORCE}",
-                force))
+                codes.REMOVES_TOO_MUCH, kind, f"the plan removes {count} of {live_count} live "
+                f"{kind} entries ({count / live_count:.0%}), more than max_delete_fraction "
+                f"{limit:.0%}", force,
+                f"raise site.safety.max_delete_fraction.{kind}, or {codes.FORCE}"))
     return out
 
 
 def _protected(actions: Sequence[Action], settings: PlanSettings) -> list[Problem]:
     """XCE752: a removal of a protected entry, which ``force`` does not allow either."""
-    return [Problem("XCE752", f"the plan would {a.verb} protected entry {a.entry}",
-                    "protected entries are never removed: take it off site.protected first",
-                    subject=a.entry)
+    return [codes.problem(codes.PROTECTED, f"the plan would {a.verb} protected entry {a.entry}",
+                          a.entry)
             for a in actions if a.verb.removes and settings.is_protected(a.entry)]
 
 
@@ -64,19 +63,17 @@ def _inventory(actions: Sequence[Action], settings: PlanSettings,
         name = provider or "(no provider)"
         if live_per_provider.get(provider, 0) == 0:
             out.append(_problem(
-                "XCE753", name, f"provider {name} reports no entries while the desired map "
-                f"has {wanted} there; refusing the plan rather than recreating them all",
-                f"check that the provider answers with its real inventory; if it is new, "
-                f"{_FORCE}", force))
+                codes.INVENTORY_EMPTY, name, f"provider {name} reports no entries while the "
+                f"desired map has {wanted} there; refusing the plan rather than recreating "
+                "them all", force))
             continue
         count = created.get(provider, 0)
         if count / wanted > safety.max_create_fraction:
             out.append(_problem(
-                "XCE754", name, f"the plan would create {count} of the {wanted} entries "
-                f"desired at provider {name} ({count / wanted:.0%}), more than "
+                codes.INVENTORY_SHRANK, name, f"the plan would create {count} of the {wanted} "
+                f"entries desired at provider {name} ({count / wanted:.0%}), more than "
                 f"max_create_fraction {safety.max_create_fraction:.0%}: its inventory "
-                "shrank sharply", f"check the provider's inventory; raise "
-                f"site.safety.max_create_fraction, or {_FORCE}", force))
+                "shrank sharply", force))
     return out
 
 
@@ -99,9 +96,8 @@ def check_guards(
     out: list[Problem] = []
     if safety.max_changes is not None and len(actions) > safety.max_changes:
         out.append(_problem(
-            "XCE750", "plan", f"the plan has {len(actions)} actions, more than "
-            f"safety.max_changes ({safety.max_changes})",
-            f"split the change, raise site.safety.max_changes, or {_FORCE}", force))
+            codes.TOO_MANY_CHANGES, "plan", f"the plan has {len(actions)} actions, more than "
+            f"safety.max_changes ({safety.max_changes})", force))
 
     def skip(provider: str | None) -> bool:
         """Not judged: a provider whose inventory is unknown (nothing is planned there), and

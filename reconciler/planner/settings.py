@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.problems import Problem, UserError
+from reconciler.plan import codes
 from reconciler.planner.kinds import DEFAULT_MANAGEMENT, FALLBACK_LEVEL, LEVELS
 
 DISCOVERY_POLICIES = ("report", "admit", "reject")
@@ -22,8 +23,6 @@ DEFAULT_JOIN_DEADLINE = 1800
 DEFAULT_MIN_ENTRIES = 10
 DEFAULT_MAX_DELETE_FRACTION = 0.3
 DEFAULT_MAX_CREATE_FRACTION = 0.5
-
-_HINT = "fix the value in site-config `site:` (see docs/plan.md, Settings) and compile again"
 
 
 def glob_matcher(globs: Collection[str]) -> re.Pattern[str] | None:
@@ -65,7 +64,7 @@ class PlanSettings:
 
 
 def _bad(key: str, message: str) -> Problem:
-    return Problem("XCE755", message, _HINT, subject=f"settings.{key}")
+    return codes.problem(codes.BAD_SETTING, message, f"settings.{key}")
 
 
 def _number(raw: Mapping[str, Any], key: str, default: float, path: str,

@@ -6,6 +6,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from compiler.problems import Problem, Severity
 from compiler.supply_map import Entry
+from reconciler.plan import codes
 from reconciler.plan.model import Action, Note
 from reconciler.planner.settings import glob_matcher
 
@@ -47,9 +48,9 @@ def select(
     chosen = [a for a in actions if a.id in keep]
     kept_notes = {name: [n for n in items if rx.match(n.entry)] for name, items in notes.items()}
     problems = [
-        Problem("XCE756", f"--target {glob!r} matches no entry in the desired or live map",
-                "check the id (e.g. host/cn0001, volume-dir/shared/*) or drop the target",
-                severity=Severity.WARNING, subject=glob)
+        codes.problem(codes.TARGET_MATCHES_NOTHING,
+                      f"--target {glob!r} matches no entry in the desired or live map", glob,
+                      severity=Severity.WARNING)
         for glob in _unmatched(globs, maps)
     ]
     return chosen, kept_notes, problems

@@ -47,19 +47,26 @@ __all__ = [
     "RunStatus",
     "StateError",
     "StateStore",
+    "chosen_store",
     "current_holder",
     "open_store",
     "redact",
 ]
 
 
+def chosen_store(
+    url_or_path: str | None, default_path: Path, env: Mapping[str, str] | None = None
+) -> str:
+    """The store to open: the argument, else $XCE_STATE_URL, else the default file."""
+    env = os.environ if env is None else env
+    return url_or_path or env.get(ENV_URL) or str(default_path)
+
+
 def open_store(
     url_or_path: str | None, default_path: Path, env: Mapping[str, str] | None = None
 ) -> StateStore:
     """Open (and migrate) the store named by the argument, else $XCE_STATE_URL, else the file."""
-    env = os.environ if env is None else env
-    chosen = url_or_path or env.get(ENV_URL) or str(default_path)
-    target = parse_target(chosen)
+    target = parse_target(chosen_store(url_or_path, default_path, env))
     if isinstance(target, PostgresTarget):
         from reconciler.state.postgres_backend import PostgresBackend  # psycopg only if used
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from compiler.problems import Problem, UserError
+from compiler.problems import Hints, UserError
 from reconciler.state.store import Lock
 
 # the codes, as in reconciler/apply/codes.py: named once, documented in docs/errors.md
@@ -23,7 +23,7 @@ LOCK_HELD = "XCE806"
 LOCK_LOST = "XCE807"
 EPOCH_MOVED = "XCE808"
 
-HINTS = {
+HINTS = Hints({
     BAD_URL: "give a file path, sqlite:///abs/path, or postgresql://user@host:port/db",
     CANNOT_OPEN: "check the path or URL, that the server is up and reachable, and the "
     "credentials (keep passwords in PGPASSWORD or a pgpass file, not in the URL)",
@@ -39,15 +39,14 @@ HINTS = {
     "a new run, which takes the lock again",
     EPOCH_MOVED: "another runner took over while this one was cut off; stop here, let that "
     "runner finish, then run again if anything is left",
-}
+})
 
 
 class StateError(UserError):
     """A state-store problem the user must act on (connectivity, schema, locks)."""
 
     def __init__(self, code: str, message: str, subject: str, hint: str | None = None) -> None:
-        super().__init__([Problem(code, message, HINTS[code] if hint is None else hint,
-                                  subject=subject)])
+        super().__init__([HINTS.problem(code, message, subject, hint)])
         self.code = code
 
 

@@ -15,21 +15,25 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 
 from compiler.canonical import dumps_compact
+from reconciler.state import ledger
 from reconciler.state.dialect import Backend, Row
 from reconciler.state.errors import LockHeld, LockLost, StateError, epoch_moved, store_failed
 from reconciler.state.migrations import current_version, migrate
 from reconciler.state.store import (
     Applied,
+    DriftEntry,
+    DriftPending,
     DriftRecord,
+    DriftSeen,
     Holder,
     JournalEntry,
     Lock,
@@ -37,7 +41,10 @@ from reconciler.state.store import (
     PlannedOp,
     Run,
     RunStatus,
+    notification_lock,
 )
+from reconciler.state.times import to_maybe_time as _maybe_time
+from reconciler.state.times import to_time as _time
 
 _LOCK_COLUMNS = "name, holder, host, job_id, acquired, expires"
 _RUN_COLUMNS = "run_id, plan_digest, holder, started, finished, status"
@@ -103,6 +110,7 @@ class SqlStore:
         self._leases: dict[str, _Lease] = {}  # the locks this store holds, by name
         self._epochs: dict[str, int] = {}  # the epoch taken under each of those names
         self.reconnects = 0  # lost connections opened again (for the apply's notices)
+        self._store_id: str | None = None
         try:
             with self._guarded():
                 migrate(backend)
@@ -211,10 +219,25 @@ class SqlStore:
     def _execute(self, sql: str, *params: Any) -> int:
         return self._db.execute(self._sql(sql), params)
 
+    def _execute_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self._db.execute_many(self._sql(sql), rows)
+
     @_reconnecting
     def schema_version(self) -> int:
         with self._transaction(write=False):
             return current_version(self._db)
+
+    @property
+    def store_id(self) -> str:
+        """Drawn once when the store was made (schema version 5); never changes after."""
+        if self._store_id is None:
+            self._store_id = self._read_store_id()
+        return self._store_id
+
+    @_reconnecting
+    def _read_store_id(self) -> str:
+        with self._transaction(write=False):
+            return str(self._query("SELECT value FROM store_meta WHERE key = 'store_id'")[0][0])
 
     # -- locks -------------------------------------------------------------------------
 
@@ -233,22 +256,26 @@ class SqlStore:
 
     @_reconnecting
     def _try_acquire(self, name: str, holder: Holder, ttl: float) -> Lock:
-        """Insert the lock, or take it over if it expired or is already ours; return the row."""
         with self._write() as now:
-            self._execute(
-                f"INSERT INTO locks ({_LOCK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
-                "host = excluded.host, job_id = excluded.job_id, "
-                "acquired = excluded.acquired, expires = excluded.expires "
-                "WHERE locks.expires <= excluded.acquired OR locks.holder = excluded.holder",
-                name,
-                holder.name,
-                holder.host,
-                holder.job_id,
-                now,
-                now + ttl,
-            )
-            lock = self._lock(name)
+            return self._take(name, holder, ttl, now)
+
+    def _take(self, name: str, holder: Holder, ttl: float, now: float) -> Lock:
+        """Insert the lock, or take it over if it expired or is already ours; return the row
+        (in the caller's write transaction)."""
+        self._execute(
+            f"INSERT INTO locks ({_LOCK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
+            "host = excluded.host, job_id = excluded.job_id, "
+            "acquired = excluded.acquired, expires = excluded.expires "
+            "WHERE locks.expires <= excluded.acquired OR locks.holder = excluded.holder",
+            name,
+            holder.name,
+            holder.host,
+            holder.job_id,
+            now,
+            now + ttl,
+        )
+        lock = self._lock(name)
         assert lock is not None  # inserted or kept in this very transaction
         if lock.holder == holder.name:
             self._hold(lock, ttl)
@@ -390,14 +417,12 @@ class SqlStore:
             for op in ops
         ]  # a list: run again after a reconnect, it must yield the rows again
         with self._write():
-            self._db.execute_many(
-                self._sql(
-                    "INSERT INTO journal (op_id, run_id, action, entry_id, provider, status) "
-                    "VALUES (?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (op_id) DO UPDATE SET run_id = excluded.run_id, "
-                    "status = CASE journal.status WHEN 'running' THEN 'running' "
-                    "ELSE excluded.status END WHERE journal.status <> 'done'"
-                ),
+            self._execute_many(
+                "INSERT INTO journal (op_id, run_id, action, entry_id, provider, status) "
+                "VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (op_id) DO UPDATE SET run_id = excluded.run_id, "
+                "status = CASE journal.status WHEN 'running' THEN 'running' "
+                "ELSE excluded.status END WHERE journal.status <> 'done'",
                 rows,
             )
 
@@ -537,17 +562,6 @@ class SqlStore:
         return Applied(site, digest, revision, _time(applied))
 
     @_reconnecting
-    def record_drift(self, site: str, counts: Mapping[str, int]) -> DriftRecord:
-        with self._write() as now:
-            self._execute(
-                "INSERT INTO drift_history (site, at, counts) VALUES (?, ?, ?)",
-                site,
-                now,
-                dumps_compact(dict(counts)).decode(),
-            )
-        return DriftRecord(site, _time(now), dict(counts))
-
-    @_reconnecting
     def drift_history(self, site: str, limit: int = 50) -> list[DriftRecord]:
         with self._transaction(write=False):
             rows = self._query(
@@ -557,6 +571,66 @@ class SqlStore:
                 limit,
             )
         return [DriftRecord(s, _time(at), orjson.loads(counts)) for s, at, counts in rows]
+
+    # -- the drift ledger (statements in reconciler/state/ledger.py) -------------------
+
+    def record_drift(self, site: str, counts: Mapping[str, int], seen: Iterable[DriftSeen] = (),
+                     *, at: datetime | None = None) -> DriftRecord:
+        # a tuple: run again after a reconnect, the transaction must see them all again
+        return self._record_drift(site, dict(counts), tuple(seen), at)
+
+    @_reconnecting
+    def _record_drift(self, site: str, counts: dict[str, int], seen: tuple[DriftSeen, ...],
+                      at: datetime | None) -> DriftRecord:
+        with self._write() as clock:
+            now = clock if at is None else at.timestamp()
+            ledger.record(self, site, counts, seen, now)
+        return DriftRecord(site, _time(now), counts)
+
+    @_reconnecting
+    def open_drift(self, site: str) -> list[DriftEntry]:
+        with self._transaction(write=False):
+            return ledger.open_entries(self, site)
+
+    @_reconnecting
+    def pending_notifications(self, site: str) -> DriftPending:
+        with self._transaction(write=False):
+            return ledger.pending(self, site)
+
+    @_reconnecting
+    def claim_notifications(self, site: str, holder: Holder, ttl: float) -> DriftPending:
+        with self._write() as now:
+            lock = self._take(notification_lock(site), holder, ttl, now)
+            if lock.holder != holder.name:
+                raise LockHeld(lock, self.label, 0.0)
+            return ledger.pending(self, site)
+
+    def mark_notified(self, site: str, fingerprints: Iterable[str], at: datetime | None = None,
+                      *, holder: str, digest: bool = False) -> int:
+        return self._mark_notified(site, tuple(fingerprints), at, holder, digest)
+
+    @_reconnecting
+    def _mark_notified(self, site: str, keys: tuple[str, ...], at: datetime | None,
+                       holder: str, digest: bool) -> int:
+        name = notification_lock(site)
+        with self._write() as clock:
+            lock = self._lock(name)
+            if lock is None or lock.holder != holder or lock.expires <= _time(clock):
+                self._forget(name)
+                raise LockLost(name, holder, lock, self.label)
+            marked = ledger.mark(self, site, keys, clock if at is None else at.timestamp(),
+                                 digest)
+            self._execute("DELETE FROM locks WHERE name = ? AND holder = ?", name, holder)
+        self._forget(name)
+        return marked
+
+    def release_notifications(self, site: str, holder: str) -> None:
+        self.release(notification_lock(site), holder)
+
+    @_reconnecting
+    def last_digest(self, site: str) -> datetime | None:
+        with self._transaction(write=False):
+            return ledger.last_digest(self, site)
 
     # -- provider generations ----------------------------------------------------------
 
@@ -580,12 +654,10 @@ class SqlStore:
         if not rows:
             return
         with self._write() as now:
-            self._db.execute_many(
-                self._sql(
-                    "INSERT INTO provider_generations (site, provider, generation, recorded) "
-                    "VALUES (?, ?, ?, ?) ON CONFLICT (site, provider) DO UPDATE SET "
-                    f"generation = excluded.generation, recorded = excluded.recorded{keep}"
-                ),
+            self._execute_many(
+                "INSERT INTO provider_generations (site, provider, generation, recorded) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (site, provider) DO UPDATE SET "
+                f"generation = excluded.generation, recorded = excluded.recorded{keep}",
                 [(*row, now) for row in rows],
             )
 
@@ -595,14 +667,6 @@ def _padded(generation: int) -> str:
     if not 0 <= generation < 2**64:
         raise ValueError(f"a generation is a whole number from 0 to 2**64-1, not {generation}")
     return f"{generation:020d}"
-
-
-def _time(epoch_seconds: float) -> datetime:
-    return datetime.fromtimestamp(epoch_seconds, UTC)
-
-
-def _maybe_time(epoch_seconds: float | None) -> datetime | None:
-    return None if epoch_seconds is None else _time(epoch_seconds)
 
 
 def _to_lock(row: Row) -> Lock:

@@ -102,9 +102,64 @@ class Applied:
 
 @dataclass(frozen=True, slots=True)
 class DriftRecord:
+    """One recorded drift run of a site: when, and how many findings of each kind."""
+
     site: str
     at: datetime
     counts: Mapping[str, int]
+
+
+def notification_lock(site: str) -> str:
+    """The lease under which one run notifies a site's drift (docs/drift.md)."""
+    return f"drift-notify/{site}"
+
+
+@dataclass(frozen=True, slots=True)
+class DriftSeen:
+    """One drift a run saw. ``fingerprint`` hashes what it is (entry, kind of drift, the
+    redacted desired and live values); ``subject`` is what it is about, the same when only
+    its values change; ``detail`` the redacted finding, kept to report it later."""
+
+    fingerprint: str
+    subject: str
+    detail: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class DriftEntry:
+    """A drift in the ledger: open (``resolved_at`` None), or resolved and not yet
+    notified. ``notified_at``: when its appearance was notified."""
+
+    fingerprint: str
+    subject: str
+    detail: Mapping[str, Any]
+    first_seen: datetime
+    last_seen: datetime
+    notified_at: datetime | None
+    resolved_at: datetime | None
+
+    @property
+    def notified(self) -> bool:
+        """Whether the ledger's news about it (it is there; it is gone) has been told."""
+        return self.resolved_at is None and self.notified_at is not None
+
+
+@dataclass(frozen=True, slots=True)
+class DriftPending:
+    """What has not been notified: drift that appeared, drift whose values changed since
+    notified (as notified, as now) and notified drift that is gone."""
+
+    new: tuple[DriftEntry, ...] = ()
+    changed: tuple[tuple[DriftEntry, DriftEntry], ...] = ()
+    resolved: tuple[DriftEntry, ...] = ()
+    last_notified: datetime | None = None
+
+    @property
+    def fingerprints(self) -> tuple[str, ...]:
+        """What ``mark_notified`` takes once all of it was sent."""
+        return (*(e.fingerprint for e in self.new),
+                *(e.fingerprint for pair in self.changed for e in pair),
+                *(e.fingerprint for e in self.resolved))
 
 
 class StateStore(Protocol):
@@ -123,6 +178,12 @@ class StateStore(Protocol):
     def reconnects(self) -> int:
         """How often a lost connection was opened again (each time with the leases and
         epochs this store holds found still its own)."""
+        ...
+
+    @property
+    def store_id(self) -> str:
+        """The store's own identity, drawn when it was made: a saved plan records it, so
+        a plan applied against another store is refused (docs/apply.md)."""
         ...
 
     def schema_version(self) -> int: ...
@@ -226,10 +287,46 @@ class StateStore(Protocol):
 
     def get_applied(self, site: str) -> Applied | None: ...
 
-    def record_drift(self, site: str, counts: Mapping[str, int]) -> DriftRecord: ...
-
     def drift_history(self, site: str, limit: int = 50) -> list[DriftRecord]:
         """Most recent first."""
+        ...
+
+    # -- the drift ledger (docs/drift.md, "The drift ledger") -------------------------
+    def record_drift(self, site: str, counts: Mapping[str, int], seen: Iterable[DriftSeen] = (),
+                     *, at: datetime | None = None) -> DriftRecord:
+        """Record a drift run: ``seen`` is every drift it found (new ones open, known ones
+        seen again), and open drift it did not see is resolved. Runs of one site are
+        serialised. ``at`` defaults to the store's clock."""
+        ...
+
+    def open_drift(self, site: str) -> list[DriftEntry]:
+        """Every open drift of ``site`` (for a digest), by subject."""
+        ...
+
+    def pending_notifications(self, site: str) -> DriftPending:
+        """What is new, changed or resolved since the last notification (read only)."""
+        ...
+
+    def claim_notifications(self, site: str, holder: Holder, ttl: float) -> DriftPending:
+        """Take the site's notification lease (``notification_lock``) and read what is
+        pending, in one transaction; ``LockHeld`` while another run holds it. Then either
+        ``mark_notified`` (it was sent) or ``release_notifications`` (it was not)."""
+        ...
+
+    def mark_notified(self, site: str, fingerprints: Iterable[str], at: datetime | None = None,
+                      *, holder: str, digest: bool = False) -> int:
+        """In one transaction, while ``holder`` still holds the lease: mark ``fingerprints``
+        notified (resolved ones are then forgotten), note the time (and, with ``digest``,
+        that a digest of all open drift was sent), and give the lease back. Returns how
+        many drifts were marked; ``LockLost`` if the lease is no longer ``holder``'s."""
+        ...
+
+    def release_notifications(self, site: str, holder: str) -> None:
+        """Give the lease back without marking anything: the next run notifies it all."""
+        ...
+
+    def last_digest(self, site: str) -> datetime | None:
+        """When a digest of ``site``'s open drift was last sent, if ever."""
         ...
 
     # -- provider generations (docs/plan.md, "Providers that did not answer") ----------

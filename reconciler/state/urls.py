@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from reconciler.state.errors import bad_url
 
@@ -55,3 +55,20 @@ def redact(url: str) -> str:
     host = parts.hostname or "localhost"
     host = f"[{host}]" if ":" in host else host
     return f"{parts.scheme}://{user}{host}{f':{port}' if port else ''}{parts.path}"
+
+
+def without_password(value: str) -> str:
+    """A ``--state`` value that may be written down (a saved plan): a PostgreSQL URL loses
+    its password, in the user part or a ``password=`` parameter, and keeps the rest (the
+    driver then takes the password from PGPASSWORD or a pgpass file); a path is kept."""
+    target = parse_target(value)
+    if not isinstance(target, PostgresTarget) or (
+            target.password is None and "password" not in value.lower()):
+        return value
+    parts = urlsplit(value)
+    netloc = parts.netloc.rpartition("@")[2]
+    if parts.username:
+        netloc = f"{parts.username}@{netloc}"
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                       if k.lower() != "password"])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

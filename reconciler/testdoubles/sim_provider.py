@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from compiler.cli_runner import UsageParser, run_cli
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
 
 CAPABILITIES = {"cloud": ["instance"], "license": ["license-borrow"]}
@@ -122,12 +123,17 @@ def handle(kind: str, req: Request) -> Reply:
         return reply
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    kind = args[0] if args else "cloud"
-    if kind not in CAPABILITIES:
-        sys.stderr.write(f"xce-sim-provider: unknown kind {kind!r}; use cloud or license\n")
-        return 2
+def _parser() -> UsageParser:
+    p = UsageParser(prog="xce-sim-provider", description=__doc__.split("\n\n")[0] if __doc__
+                    else None)
+    p.add_argument("kind", nargs="?", default="cloud", choices=sorted(CAPABILITIES),
+                   help="what it stands in for: a cloud account (instances) or a license "
+                   "server (borrowed licenses); default: cloud")
+    return p
+
+
+def _serve(kind: str) -> int:
+    """Answer the one request on stdin."""
     try:
         req = Request.from_json(json.loads(sys.stdin.read() or "null"))
         reply = handle(kind, req)
@@ -137,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         reply = Reply.failure(ProviderError(ErrorCode.INVALID_ARGUMENT, f"bad JSON: {err}"))
     sys.stdout.write(json.dumps(reply.to_json()) + "\n")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_cli("xce-sim-provider", lambda: _serve(_parser().parse_args(argv).kind))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,9 +19,10 @@ import pytest
 
 from compiler.supply_map import Entry, SupplyMap
 from reconciler.apply import ApplyOptions, ApplyReport, FreshPlan, RetryPolicy, apply
-from reconciler.pipeline import Desired, gather, load_desired, plan_for
+from reconciler.pipeline import STATE_FILE, Desired, gather, load_desired, plan_for
 from reconciler.plan.file import SavedPlan, save_plan
 from reconciler.plan.model import Plan
+from reconciler.plan.origin import origin_here
 from reconciler.state import StateStore
 from tests.state.conftest import pg_admin, pg_target, sqlite_target, target  # noqa: F401
 from tests.state.targets import Target
@@ -157,8 +158,13 @@ class Site:
                         force=True)
 
     def save(self, plan: Plan, *, destroy: bool = False) -> Path:
+        """Saved as xce-plan --desired FILE --state URL saves it (``cli_args``)."""
         path = self.root / "plan.json"
-        save_plan(path, plan, destroy=destroy)
+        with self.store() as store:
+            origin = origin_here(None, self.desired_file, self.workdir,
+                                 existed=self.workdir.is_dir(), beside=False, store=store,
+                                 default_store=self.workdir / STATE_FILE, option=self.target.url)
+        save_plan(path, plan, destroy=destroy, origin=origin)
         return path
 
     @contextmanager

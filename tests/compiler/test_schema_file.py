@@ -16,10 +16,11 @@ import pytest
 from ruamel.yaml import YAML
 
 from compiler.cli import main
+from tests.conftest import EXAMPLE_SITE
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_FILE = ROOT / "docs" / "site-config.schema.json"
-EXAMPLE_FILES = sorted((ROOT / "site-config").rglob("*.yaml"))
+EXAMPLE_FILES = sorted(EXAMPLE_SITE.rglob("*.yaml"))
 REGENERATE = ".venv/bin/xce-compile --schema > docs/site-config.schema.json"
 
 
@@ -45,12 +46,14 @@ def test_committed_schema_is_what_the_compiler_prints(capsys: pytest.CaptureFixt
     assert SCHEMA_FILE.read_text(encoding="utf-8") == printed, f"stale; run: {REGENERATE}"
 
 
-# Keywords the YAML language server (VS Code and most editors) understands: draft-07's.
+# Keywords the YAML language server (VS Code and most editors) understands: draft-07's, and
+# its "errorMessage" (the message shown when a value fails that schema).
 DRAFT7_KEYWORDS = {
-    "$schema", "$ref", "$defs", "title", "description", "default", "type", "properties",
-    "additionalProperties", "patternProperties", "propertyNames", "required", "items",
-    "anyOf", "allOf", "if", "then", "enum", "const", "pattern", "minimum", "maximum",
-    "minLength", "maxLength", "minItems",
+    "$schema", "$ref", "$defs", "title", "description", "default", "examples", "type",
+    "properties", "additionalProperties", "patternProperties", "propertyNames", "required",
+    "items", "anyOf", "allOf", "not", "if", "then", "enum", "const", "pattern", "minimum",
+    "maximum", "minLength", "maxLength", "minItems", "maxItems", "minProperties",
+    "errorMessage",
 }  # fmt: skip
 
 
@@ -62,7 +65,7 @@ def _keywords(node: Any, out: set[str]) -> set[str]:
             if key in ("properties", "$defs", "patternProperties"):
                 for sub in value.values():
                     _keywords(sub, out)
-            elif key not in ("default", "const", "enum"):  # values, not schemas
+            elif key not in ("default", "const", "enum", "examples"):  # values, not schemas
                 _keywords(value, out)
     elif isinstance(node, list):
         for item in node:

@@ -31,6 +31,7 @@ import compiler.yaml_nesting as nesting
 from compiler.problems import Problems
 from compiler.yaml_nesting import MAX_DEPTH, TooDeep, check_nesting
 from compiler.yaml_source import load_text
+from tests.conftest import EXAMPLE_SITE
 
 SMALL = 8  # the limit the property tests use, so random texts reach it
 
@@ -322,7 +323,7 @@ def test_the_example_and_benchmark_sites_stay_on_the_fast_path(tmp_path: Path) -
     subprocess.run([sys.executable, str(root / "benchmarks" / "gen_site.py"), "--hosts=2000",
                     "--groups=20", "--users=300", "--datasets=40", "--copies=3",
                     str(tmp_path / "bench")], capture_output=True, check=True)
-    files = [*(root / "site-config").rglob("*.yaml"), *(tmp_path / "bench").rglob("*.yaml")]
+    files = [*EXAMPLE_SITE.rglob("*.yaml"), *(tmp_path / "bench").rglob("*.yaml")]
     assert len(files) > 20
     slow = [str(p) for p in files if not nesting._surely_shallow(p.read_text(encoding="utf-8"))]
     assert slow == []

@@ -110,7 +110,9 @@ def test_changed_digest_of_an_applied_version_is_refused_at_the_digest(site: Sit
     site.edit(TINY, digest)
     for args in ((), ("--format", "json")):
         run = site.plan(*args)
-        assert (run.code, run.out) == (1, "")  # nothing planned, nothing shown as a plan
+        assert run.code == 1  # nothing planned, nothing shown as a plan; json: the problem
+        assert run.out == "" if not args else \
+            [p["code"] for p in json.loads(run.out)["problems"]] == ["XCE790"]
         first, hint = run.err.splitlines()[:2]
         assert f"{site.place(digest)}: error[XCE790]: tiny@1 was applied with digest {TINY} " \
                "and size 2KiB (dataset/tiny@1 at provider controller)" in first

@@ -3,7 +3,9 @@
 It resolves its ``api_token`` credential from the reference the transport sends (refusing
 to work without it, so a passing test proves the value reached it) and then misbehaves
 the way a careless cloud API does: every instance it reports carries the token in its
-metadata (``spec.api_token`` and ``spec.auth.token``). xce-plan must never print it.
+metadata (``spec.api_token``, ``spec.auth.token``) and in the fields the planner compares,
+once under a secret key (``attributes.api_token``) and once inside a plain value
+(``attributes.note``). No plan, drift report or ledger row may show it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ def _token(req: Request) -> str:
 
 def _leak(entry: dict[str, Any], token: str) -> dict[str, Any]:
     spec = {**entry.get("spec", {}), "api_token": token, "auth": {"token": token}}
-    return {**entry, "spec": spec}
+    attributes = {**entry.get("attributes", {}), "api_token": token, "note": f"key={token};"}
+    return {**entry, "spec": spec, "attributes": attributes}
 
 
 def answer(req: Request) -> Reply:

@@ -25,7 +25,6 @@ import reconciler.cli.plan as plan_cli
 E2E = Path(__file__).resolve().parent
 SITES = E2E / "sites"
 SCENARIOS = E2E / "scenarios"
-EXAMPLE_SITE = E2E.parents[1] / "site-config"
 
 
 def tokens() -> dict[str, str]:

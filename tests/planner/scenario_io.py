@@ -9,9 +9,13 @@ import orjson
 
 from compiler.supply_map import SupplyMap
 from reconciler.plan.model import Plan
+from reconciler.plan.origin import Origin, PlannedStore
 from reconciler.planner import make_plan
 
 SCENARIOS = Path(__file__).parent / "scenarios"
+# where a plan saved by these tests says it was made (its content is never applied)
+ORIGIN = Origin("/srv/site-repo", "site", None, "site/.xce", True,
+                PlannedStore("0123456789abcdef0123456789abcdef", "site/.xce/state.sqlite"), True)
 
 
 def scenario_names() -> list[str]:

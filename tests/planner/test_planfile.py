@@ -19,7 +19,7 @@ from reconciler.plan.file import (
     save_plan,
     stale_entries,
 )
-from tests.planner.scenario_io import load_maps, plan_scenario
+from tests.planner.scenario_io import ORIGIN, load_maps, plan_scenario
 
 
 def _code(path: Path) -> str:
@@ -34,22 +34,24 @@ def _code(path: Path) -> str:
 def test_round_trip_is_exact(tmp_path: Path) -> None:
     plan, _ = plan_scenario("volumes_quotas")
     path = tmp_path / "out" / "plan.json"
-    save_plan(path, plan, destroy=True)
+    save_plan(path, plan, destroy=True, origin=ORIGIN)
     saved = load_plan(path)
     assert saved.plan == plan
     assert saved.destroy is True
+    assert saved.origin == ORIGIN
     assert saved.desired_digest == plan.desired_digest.strip() != ""
     assert saved.revision == "abc123"
     assert saved.format_version == FORMAT_VERSION
-    assert path.read_bytes() == plan_file_bytes(plan, destroy=True)  # canonical bytes
+    assert path.read_bytes() == plan_file_bytes(plan, destroy=True, origin=ORIGIN)
     assert list(tmp_path.joinpath("out").iterdir()) == [path]  # no temp file left over
 
 
 def test_destroy_permission_is_bound(tmp_path: Path) -> None:
     plan, _ = plan_scenario("volumes_quotas")
-    save_plan(tmp_path / "p.json", plan, destroy=False)
+    save_plan(tmp_path / "p.json", plan, destroy=False, origin=ORIGIN)
     assert load_plan(tmp_path / "p.json").destroy is False
-    assert plan_file_bytes(plan, destroy=False) != plan_file_bytes(plan, destroy=True)
+    assert plan_file_bytes(plan, destroy=False, origin=ORIGIN) != plan_file_bytes(
+        plan, destroy=True, origin=ORIGIN)
 
 
 def test_missing_file(tmp_path: Path) -> None:
@@ -65,14 +67,14 @@ def test_not_json(tmp_path: Path) -> None:
 def test_truncated_file(tmp_path: Path) -> None:
     plan, _ = plan_scenario("datasets")
     path = tmp_path / "p.json"
-    data = plan_file_bytes(plan, destroy=False)
+    data = plan_file_bytes(plan, destroy=False, origin=ORIGIN)
     path.write_bytes(data[: len(data) // 2])
     assert _code(path) == "XCE761"
 
 
 def test_edited_file_fails_its_digest(tmp_path: Path) -> None:
     plan, _ = plan_scenario("datasets")
-    doc = orjson.loads(plan_file_bytes(plan, destroy=False))
+    doc = orjson.loads(plan_file_bytes(plan, destroy=False, origin=ORIGIN))
     doc["body"]["destroy"] = True  # someone grants themselves destroy by hand
     path = tmp_path / "p.json"
     path.write_bytes(dumps(doc))
@@ -89,17 +91,42 @@ def test_foreign_json(tmp_path: Path) -> None:
 
 def test_newer_format(tmp_path: Path) -> None:
     plan, _ = plan_scenario("datasets")
-    doc = orjson.loads(plan_file_bytes(plan, destroy=False))
+    doc = orjson.loads(plan_file_bytes(plan, destroy=False, origin=ORIGIN))
     doc["version"] = FORMAT_VERSION + 1
     path = tmp_path / "p.json"
     path.write_bytes(dumps(doc))
     assert _code(path) == "XCE763"
 
 
-def test_malformed_body_with_valid_digest(tmp_path: Path) -> None:
-    body = {"destroy": False, "plan": {"no_actions": True}}
+def test_a_plan_of_the_older_format_is_refused_saying_plan_again(tmp_path: Path) -> None:
+    """Version 1 (before a plan recorded its origin): where it applies cannot be known."""
+    plan, _ = plan_scenario("datasets")
+    body = {"destroy": False, "plan": plan.to_json()}
     path = tmp_path / "p.json"
     path.write_bytes(dumps({"format": "xce-plan", "version": 1, "digest": digest_of(body),
+                            "body": body}))
+    assert _code(path) == "XCE769"
+    with pytest.raises(UserError) as info:
+        load_plan(path)
+    assert "older" in info.value.problems[0].message
+    assert "xce-plan --out" in info.value.problems[0].hint
+
+
+def test_a_plan_without_its_origin_is_malformed(tmp_path: Path) -> None:
+    plan, _ = plan_scenario("datasets")
+    for origin in (None, {**ORIGIN.to_json(), "workdir": 7}):
+        body = {"destroy": False, "origin": origin, "plan": plan.to_json()}
+        path = tmp_path / "p.json"
+        path.write_bytes(dumps({"format": "xce-plan", "version": FORMAT_VERSION,
+                                "digest": digest_of(body), "body": body}))
+        assert _code(path) == "XCE764"
+
+
+def test_malformed_body_with_valid_digest(tmp_path: Path) -> None:
+    body = {"destroy": False, "origin": ORIGIN.to_json(), "plan": {"no_actions": True}}
+    path = tmp_path / "p.json"
+    path.write_bytes(dumps({"format": "xce-plan", "version": FORMAT_VERSION,
+                            "digest": digest_of(body),
                             "body": body}))
     assert _code(path) == "XCE764"
 
@@ -110,9 +137,10 @@ def test_an_unknown_verb_is_refused_when_the_file_is_read(tmp_path: Path) -> Non
     doc = plan.to_json()
     assert {a["action"] for a in doc["actions"]} <= {"create", "update"}  # the JSON field
     doc["actions"][0]["action"] = "explode"
-    body = {"destroy": False, "plan": doc}
+    body = {"destroy": False, "origin": ORIGIN.to_json(), "plan": doc}
     path = tmp_path / "p.json"
-    path.write_bytes(dumps({"format": "xce-plan", "version": 1, "digest": digest_of(body),
+    path.write_bytes(dumps({"format": "xce-plan", "version": FORMAT_VERSION,
+                            "digest": digest_of(body),
                             "body": body}))
     assert _code(path) == "XCE764"
 
@@ -122,7 +150,7 @@ def test_unwritable_target(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
     with pytest.raises(UserError) as info:
-        save_plan(blocker / "plan.json", plan, destroy=False)
+        save_plan(blocker / "plan.json", plan, destroy=False, origin=ORIGIN)
     assert info.value.problems[0].code == "XCE765"
 
 

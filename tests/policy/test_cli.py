@@ -38,8 +38,8 @@ def test_compile_errors_name_file_and_line_and_write_nothing(
     repo.edit("site-config/policy-roles.yaml", '"supply.report"]', '"supply.reprot"]')
     monkeypatch.chdir(repo.path)
     assert main(["compile", "--format", "github"]) == 1
-    err = capsys.readouterr().err
-    assert "::error file=site-config/policy-roles.yaml,line=6," in err
+    out, err = capsys.readouterr()
+    assert out.startswith("::error file=site-config/policy-roles.yaml,line=6,")  # the document
     assert "unknown opcode 'supply.reprot'" in err and "did you mean 'supply.report'?" in err
     assert not (repo.path / "build").exists()
 

@@ -71,6 +71,17 @@ def unknown_by_provider(notes: Iterable[Note]) -> list[tuple[str, str, str]]:
              shorten(why, TEXT_LIMIT)) for (p, why), ids in sorted(groups.items())]
 
 
+def outcome_line(plan: Plan) -> str | None:
+    """What a plan without actions says instead of its summary line (None: it has actions,
+    or unknown entries that may well differ)."""
+    if plan.actions or plan.unknown:
+        return None
+    if plan.reported:
+        return (f"No actions to apply; what is reported above ({entries(plan.reported)}: "
+                "orphans, drift not corrected) is not acted on.")
+    return "No changes. The live supply matches the configuration."
+
+
 def summary_line(plan: Plan) -> str:
     s = plan.summary
     return (f"Plan: {s.get('add', 0)} to add, {s.get('change', 0)} to change, "

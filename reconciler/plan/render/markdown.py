@@ -15,6 +15,7 @@ from reconciler.plan.render.common import (
     TEXT_LIMIT,
     action_line,
     change_lines,
+    outcome_line,
     shorten,
     summary_line,
     symbol,
@@ -79,8 +80,9 @@ def _header(plan: Plan) -> list[str]:
         if len(plan.problems) > len(shown):
             out += [f"… and {len(plan.problems) - len(shown)} more problems (see the plan "
                     "file or `xce-plan --format text`).", ""]
-    if not plan.has_changes and not plan.unknown:  # unknown entries may well differ
-        out += ["No changes. The live supply matches the configuration.", ""]
+    outcome = outcome_line(plan)
+    if outcome is not None:
+        out += [outcome, ""]
     return out
 
 

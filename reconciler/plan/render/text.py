@@ -10,6 +10,7 @@ from reconciler.plan.render.common import (
     action_line,
     change_lines,
     note_line,
+    outcome_line,
     summary_line,
     symbol,
     unknown_by_provider,
@@ -49,10 +50,8 @@ def render_text(plan: Plan, style: Style | None = None) -> str:
     if plan.problems:
         out.append(render_problems(plan.problems, s).rstrip("\n"))
         out.append("")
-    if not plan.has_changes and not plan.unknown:
-        out.append(s.green("No changes. The live supply matches the configuration."))
-    else:
-        out.append(s.bold(summary_line(plan)))
+    outcome = outcome_line(plan)
+    out.append(s.bold(summary_line(plan)) if outcome is None else s.green(outcome))
     if plan.blocked:
         out.append(s.red("This plan is refused by a guard (see above) and cannot be applied."))
     return "\n".join(out) + "\n"

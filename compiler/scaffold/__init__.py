@@ -1,0 +1,1 @@
+"""``xce-init``: scaffold a new site-config repository."""

@@ -1,0 +1,58 @@
+"""The plan's problem codes (XCE750–XCE779, docs/errors.md "Planner"), in one place.
+
+The planner's guards, settings and targets and the plan file report these; the table is
+under ``plan/`` because the plan file must not import the planner. Each code is named once
+here, with its default hint where it has one.
+"""
+
+from __future__ import annotations
+
+from compiler.problems import Hints
+
+# the planner: guards (XCE750, 751, 753 and 754 become warnings with --force)
+TOO_MANY_CHANGES = "XCE750"
+REMOVES_TOO_MUCH = "XCE751"
+PROTECTED = "XCE752"
+INVENTORY_EMPTY = "XCE753"
+INVENTORY_SHRANK = "XCE754"
+# the planner: settings and --target
+BAD_SETTING = "XCE755"
+TARGET_MATCHES_NOTHING = "XCE756"
+# the plan file
+PLAN_UNREADABLE = "XCE760"
+PLAN_CORRUPT = "XCE761"
+NOT_A_PLAN = "XCE762"
+PLAN_TOO_NEW = "XCE763"
+PLAN_MALFORMED = "XCE764"
+PLAN_UNWRITABLE = "XCE765"
+# a saved plan applied elsewhere than it was made (reconciler/plan/origin.py)
+SITE_NOT_HERE = "XCE766"
+OTHER_WORKDIR = "XCE767"
+OTHER_STORE = "XCE768"
+PLAN_TOO_OLD = "XCE769"
+
+FORCE = "re-run with --force if this is intended"
+_REMAKE = "make the plan again with xce-plan --out FILE"
+
+HINTS = Hints({
+    TOO_MANY_CHANGES: f"split the change, raise site.safety.max_changes, or {FORCE}",
+    PROTECTED: "protected entries are never removed: take it off site.protected first",
+    INVENTORY_EMPTY: "check that the provider answers with its real inventory; if it is "
+    f"new, {FORCE}",
+    INVENTORY_SHRANK: "check the provider's inventory; raise site.safety.max_create_fraction, "
+    f"or {FORCE}",
+    BAD_SETTING: "fix the value in site-config `site:` (see docs/plan.md, Settings) and "
+    "compile again",
+    TARGET_MATCHES_NOTHING: "check the id (e.g. host/cn0001, volume-dir/shared/*) or drop the "
+    "target",
+    PLAN_UNREADABLE: "check the path (the plan is saved by xce-plan --out FILE)",
+    PLAN_CORRUPT: _REMAKE,
+    NOT_A_PLAN: "pass the file that xce-plan --out wrote",
+    PLAN_TOO_NEW: "apply it with the xce-gitops version that made it, or upgrade",
+    PLAN_MALFORMED: _REMAKE,
+    PLAN_UNWRITABLE: "check the directory exists and is writable",
+    SITE_NOT_HERE: "run xce-apply in the folder the plan was made in (or the same place of "
+    "another checkout of the site's repository), or pass --site DIR / --desired FILE",
+    PLAN_TOO_OLD: "make the plan again with this xce-gitops: xce-plan --out FILE",
+})
+problem = HINTS.problem
