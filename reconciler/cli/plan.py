@@ -116,8 +116,9 @@ def _body(argv: list[str] | None) -> int:
     failed = (plan.blocked or bool(live.supply.unknown) or bool(live.supply.unknown_entries)
               or any(p.severity is Severity.ERROR for p in problems))
     if saved:  # runs as printed in this folder: the plan holds its site, workdir and store
+        policies = "" if args.policies is None else f" --policies {shlex.quote(str(args.policies))}"
         sys.stderr.write(f"Saved the plan to {args.out}; apply it with: "
-                         f"xce-apply {shlex.quote(str(args.out))}\n")
+                         f"xce-apply {shlex.quote(str(args.out))}{policies}\n")
     if failed:
         return EXIT_ERROR
     return EXIT_CHANGES if plan.has_changes else EXIT_OK

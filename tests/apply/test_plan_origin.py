@@ -80,6 +80,21 @@ def test_the_printed_command_runs_as_printed(here: Path,
     assert plan_cli.main(["site"]) == 0  # nothing left to do
 
 
+def test_the_printed_command_keeps_the_policies_it_was_planned_with(
+        here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The plan does not hold the policy folder; the printed command names it, so it still
+    compiles the site as the plan did (a site policy may name roles only that folder has)."""
+    shutil.copytree(Path(__file__).parents[2] / "policies", here / "own policies")
+    code, err = _plan(capsys, "--policies", "own policies")
+    assert code == 2
+    printed = err.rsplit("apply it with: ", 1)[1].strip()
+    assert printed == "xce-apply plan.json --policies 'own policies'"
+    (here / "own policies" / "roles.yaml").write_text("version: 1\nroles: [\n")
+    refused = subprocess.run([APPLY, *shlex.split(printed)[1:]], cwd=here, capture_output=True,
+                             text=True, check=False)
+    assert refused.returncode == 1 and "own policies/roles.yaml" in refused.stderr
+
+
 def test_the_plan_keeps_a_workdir_and_store_of_its_own(here: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     code, err = _plan(capsys, "--workdir", "work", "--state", "state/xce.sqlite")
