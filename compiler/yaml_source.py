@@ -68,15 +68,21 @@ class SourceFile:
     data: Any
 
 
+def _not_site_config(parent: str, name: str, top: bool) -> bool:
+    """Folders that are never site-config: hidden ones (``.git``, ``.xce``), the site's own
+    ``policies/``, and a Python virtualenv (``pyvenv.cfg``), which an admin may well create
+    in the site repository to install xce-gitops and which holds other projects' YAML."""
+    return (name.startswith(".") or (top and name == SITE_POLICIES)
+            or os.path.exists(os.path.join(parent, name, "pyvenv.cfg")))
+
+
 def find_yaml_files(root: Path) -> list[Path]:
-    """All YAML files below ``root``, sorted, skipping hidden folders (``.git``, ``.xce``) and
-    the site's own ``policies/`` folder."""
+    """All YAML files below ``root``, sorted, skipping the folders that are never
+    site-config (``_not_site_config``)."""
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         top = dirpath == str(root)
-        dirnames[:] = sorted(
-            d for d in dirnames if not d.startswith(".") and not (top and d == SITE_POLICIES)
-        )
+        dirnames[:] = sorted(d for d in dirnames if not _not_site_config(dirpath, d, top))
         for name in filenames:
             if name.endswith(YAML_SUFFIXES) and not name.startswith("."):
                 found.append(Path(dirpath) / name)

@@ -266,3 +266,24 @@ def test_policy_compile_says_which_policies_it_used(
     assert "at the top of the site's git repository" in capsys.readouterr().out
     document = json.loads((top / "build" / "allowlists.json").read_text())
     assert "host.query" in _reporter(document)
+
+
+def test_a_virtualenv_in_the_site_repository_is_not_read_as_site_config(tmp_path: Path) -> None:
+    """An admin who makes a venv in the site repository (to pip install xce-gitops) does not
+    get its packages' YAML compiled; any other folder is still read, so a site file put in
+    a folder of its own is never silently skipped."""
+    import subprocess
+    import sys
+
+    site = _site(tmp_path / "site")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(site / "venv")],
+                   check=True)
+    package = site / "venv" / "lib" / "some-package"
+    package.mkdir(parents=True)
+    (package / "config.yaml").write_text("not: site-config\n")
+    assert _compile(site)[1] == []
+    (site / "tools").mkdir()
+    (site / "tools" / "config.yaml").write_text("not: site-config\n")
+    problems = Problems()
+    compile_site(site, problems, None, TODAY)
+    assert [p.code for p in problems] == ["XCE003"]  # no version: read, and refused
