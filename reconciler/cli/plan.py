@@ -29,9 +29,10 @@ from reconciler.pipeline import (
     unreported,
 )
 from reconciler.plan.file import save_plan
+from reconciler.plan.model import Plan
 from reconciler.plan.origin import origin_here
 from reconciler.plan.redact import redacted
-from reconciler.plan.render import FORMATS
+from reconciler.plan.render import FORMATS, render_markdown
 from reconciler.plan.render import render as render_plan
 from reconciler.state import ENV_URL, StateStore, open_store
 
@@ -65,6 +66,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--accept-generation", action="append", default=[], metavar="PROVIDER",
                    help="trust PROVIDER although its inventory generation went down (it was "
                    "replaced or restored on purpose); the state store records the new one")
+    p.add_argument("--full-plan-artifact", metavar="NAME",
+                   help="name of the CI artifact that keeps the --out plan file: a truncated "
+                   "markdown plan names it as where the full plan is (only when it was saved)")
     return p
 
 
@@ -81,8 +85,20 @@ def _history(state: str | None, workdir: Path) -> AbstractContextManager[StateSt
     return open_store(state, default)
 
 
+def _rendered(plan: Plan, args: argparse.Namespace, saved: bool) -> str:
+    """The plan in --format; markdown's truncation note names only what exists: the
+    artifact and the plan file when the plan was saved, else neither."""
+    if args.format != "markdown":
+        return render_plan(plan, args.format, Style.for_stream(sys.stdout))
+    return render_markdown(plan, artifact=args.full_plan_artifact if saved else None,
+                           plan_file=str(args.out) if saved else None)
+
+
 def _body(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
+    if args.full_plan_artifact is not None and args.out is None:
+        parser().error("--full-plan-artifact names the CI artifact that keeps the plan "
+                       "file: give --out FILE too")
     site = args.site if args.site is not None or args.desired else Path("site-config")
     desired = load_desired(site, args.desired, args.policies)
     workdir = args.workdir or default_workdir(site, args.desired)
@@ -107,7 +123,7 @@ def _body(argv: list[str] | None) -> int:
     saved = args.out is not None and not plan.blocked
     if saved:  # before anything is printed: a failure to save leaves one document
         save_plan(args.out, shown, destroy=args.destroy, origin=origin)
-    sys.stdout.write(render_plan(shown, args.format, Style.for_stream(sys.stdout)))
+    sys.stdout.write(_rendered(shown, args, saved))
     if problems:
         sys.stderr.write(render_problems(problems, err_style))
     # A provider that did not report (or an id two providers report) leaves the plan

@@ -138,7 +138,10 @@ def test_markdown_of_100k_actions_stays_under_60k_characters() -> None:
     assert len(out) < 60_000
     assert "counter/slots@host/cn000000" in out
     assert "counter/slots@host/cn099999" not in out
-    assert "Truncated" in out and "saved plan file" in out
+    assert "Truncated" in out and "`xce-plan --format json` shows all of it" in out
+    assert "artifact" not in out and "plan file" not in out  # none was named: none is made up
+    named = render_markdown(_big_plan(100_000), artifact="plan", plan_file="p.json")
+    assert "in the CI artifact `plan` (the saved plan file `p.json`)" in named
     assert "| update | 100000 |" in out
     assert out.count("<details>") == out.count("</details>")
     assert out.count("```") % 2 == 0

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import orjson
 
+from compiler.problem_render import fold_subjects
 from reconciler.plan.model import Action, Group, Note, Plan, Verb
 
 SYMBOL = {Group.ADD: "+", Group.CHANGE: "~", Group.DESTROY: "-"}
@@ -53,6 +55,52 @@ def action_line(action: Action) -> str:
     provider = f"  [{shorten(action.provider)}]" if action.provider else ""
     return (f"{action.verb:<8} {shorten(action.entry)}{provider}  "
             f"{shorten(action.reason, TEXT_LIMIT)}{tag}")
+
+
+@dataclass(frozen=True, slots=True)
+class ActionGroup:
+    """Actions of one verb on one kind at one provider (and, for hosts, in one host group),
+    as a reviewer reads them together."""
+
+    verb: Verb
+    kind: str
+    provider: str | None
+    host_group: str | None
+    actions: tuple[Action, ...]
+
+    def line(self) -> str:
+        """``- release 3 host [ctl]: host/cn[04-05] (group cpu)``: ids folded as hostlists."""
+        provider = f" [{shorten(self.provider)}]" if self.provider else ""
+        folded = shorten(fold_subjects(a.entry for a in self.actions), TEXT_LIMIT)
+        group = f" (group {shorten(self.host_group)})" if self.host_group else ""
+        return (f"{symbol(self.verb)} {self.verb} {len(self.actions)} {shorten(self.kind)}"
+                f"{provider}: {folded}{group}")
+
+
+def _host_group(action: Action) -> str:
+    """The host group a host belongs to (its ``group`` attribute), "" for other entries."""
+    entry = action.after if action.after is not None else action.before
+    attributes = (entry or {}).get("attributes")
+    group = attributes.get("group") if isinstance(attributes, dict) else None
+    return group if isinstance(group, str) else ""
+
+
+def _urgency(verb: Verb) -> tuple[bool, bool, bool]:
+    """Destroys first, then removals counted as changes (drain), changes, and adds last."""
+    return (verb.group is not Group.DESTROY, not verb.removes, verb.group is Group.ADD)
+
+
+def group_actions(actions: Sequence[Action]) -> list[ActionGroup]:
+    """The actions by verb, kind, provider and host group, destroys first; apply order
+    within each."""
+    groups: dict[tuple[Verb, str, str, str], list[Action]] = {}
+    for a in actions:
+        groups.setdefault((a.verb, a.kind, a.provider or "", _host_group(a)), []).append(a)
+    order = list(Verb)
+    keys = sorted(groups, key=lambda k: (_urgency(k[0]), k[1], order.index(k[0]), k[2:]))
+    return [ActionGroup(verb, kind, provider or None, host or None,
+                        tuple(groups[verb, kind, provider, host]))
+            for verb, kind, provider, host in keys]
 
 
 def note_line(note: Note) -> str:

@@ -1,7 +1,10 @@
-"""Markdown for a pull-request comment: a summary table, details folded, < 60,000 characters.
+"""Markdown for a pull-request comment: a summary table, guard problems, then the actions
+grouped by verb, kind and provider (destroys first), ids folded as hostlists, each group's
+entries inside ``<details>``.
 
 GitHub rejects comments over 65,536 characters, so the rendering stops adding lines when
-its budget is spent and says that the full plan is in the saved plan file (CI artifact).
+its budget (60,000) is spent and says where the full plan is: the CI artifact it is given
+the name of, else the saved plan file, else ``xce-plan --format json``; never a guess.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ from reconciler.plan.model import Note, Plan, Verb
 from reconciler.plan.render.common import (
     NOTE_TITLES,
     TEXT_LIMIT,
+    ActionGroup,
     action_line,
     change_lines,
+    group_actions,
     outcome_line,
     shorten,
     summary_line,
@@ -22,8 +27,9 @@ from reconciler.plan.render.common import (
     unknown_by_provider,
 )
 
-LIMIT = 60_000
-_RESERVE = 1_000  # room for closing fences, the truncation note and the summary line
+GITHUB_LIMIT = 65_536  # the most characters GitHub accepts in a comment
+LIMIT = 60_000  # what the plan may use of it: room for a heading the CI job adds
+_RESERVE = 1_000  # room for the truncation note
 _MAX_PROBLEMS = 50  # each is a table row of up to a few hundred characters
 _DIFF_SYMBOL = {"+": "+", "~": "!", "-": "-"}  # "!" is how diff highlighting marks a change
 
@@ -36,32 +42,54 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
 
 
-class _Budget:
-    """Collects lines up to a size; sections add whole items (an action with its changes)."""
+def _frame(title: str, fence: str) -> tuple[list[str], list[str]]:
+    """A folded section's opening and closing lines."""
+    opening = ["<details>", f"<summary>{_cell(title)}</summary>", "",
+               *([f"```{fence}"] if fence else [])]
+    return opening, [*(["```"] if fence else []), "</details>", ""]
 
-    def __init__(self, limit: int) -> None:
+
+def _size(lines: Iterable[str]) -> int:
+    return sum(len(line) + 1 for line in lines)
+
+
+class _Budget:
+    """Collects lines up to a size; sections add whole items (an action with its changes).
+
+    The titles of the sections still to come are reserved (up to half the budget), so the
+    items of the first section never crowd out the summary lines of the others."""
+
+    def __init__(self, limit: int, titles: list[tuple[str, str]]) -> None:
         self.lines: list[str] = []
         self.size = 0
         self.limit = limit
+        self._frames = [_size([*o, *c]) for o, c in (_frame(t, f) for t, f in titles)]
+        self._reserved = min(sum(self._frames), limit // 2)
 
     def put(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.lines.append(line)
             self.size += len(line) + 1
 
+    def _fits(self, *parts: list[str]) -> bool:
+        return self.size + self._reserved + sum(_size(part) for part in parts) <= self.limit
+
     def section(self, title: str, items: Iterable[list[str]], total: int, fence: str) -> int:
-        """A folded section with as many items as fit; returns how many were left out."""
-        self.put(["<details>", f"<summary>{_cell(title)}</summary>", ""])
-        if fence:
-            self.put([f"```{fence}"])
+        """A folded section (one of the titles given, in their order) with as many items as
+        fit; returns how many were left out (all of them when not even its title fits)."""
+        opening, closing = _frame(title, fence)
+        self._frames.pop(0)
+        self._reserved = min(self._reserved, sum(self._frames))
+        if not self._fits(opening, closing):
+            return total
+        self.put(opening)
         shown = 0
         for item in items:  # a generator: items past the budget are never even built
-            if self.size + sum(len(line) + 1 for line in item) > self.limit:
+            if not self._fits(item, closing):
                 break
             self.put(item)
             shown += 1
-        self.put(["```"] if fence else [])
-        self.put(["</details>", ""])
+        self.put(closing)
         return total - shown
 
 
@@ -86,8 +114,8 @@ def _header(plan: Plan) -> list[str]:
     return out
 
 
-def _action_items(plan: Plan) -> Iterator[list[str]]:
-    for a in plan.actions:
+def _action_items(group: ActionGroup) -> Iterator[list[str]]:
+    for a in group.actions:
         yield [f"{_DIFF_SYMBOL[symbol(a.verb)]} {_code(action_line(a))}",
                *(f"!     {_code(c)}" for c in change_lines(a))]
 
@@ -98,27 +126,49 @@ def _note_items(notes: Iterable[Note]) -> Iterator[list[str]]:
         yield [f"- `{_cell(shorten(n.entry))}`{provider} {_cell(shorten(n.reason, TEXT_LIMIT))}"]
 
 
-def render_markdown(plan: Plan, limit: int = LIMIT) -> str:
+def _where_full(artifact: str | None, plan_file: str | None) -> str:
+    """Where the whole plan is: only places that exist (xce-plan names the artifact only
+    when it saved the plan file that the CI job keeps)."""
+    json_hint = "`xce-plan --format json` shows all of it"
+    if artifact:
+        saved = f" (the saved plan file `{_code_span(plan_file)}`)" if plan_file else ""
+        return f"The full plan is in the CI artifact `{_code_span(artifact)}`{saved}; {json_hint}."
+    if plan_file:
+        return f"The full plan is in the saved plan file `{_code_span(plan_file)}`; {json_hint}."
+    return f"{json_hint[0].upper()}{json_hint[1:]}."
+
+
+def _code_span(text: str) -> str:
+    return _cell(shorten(text)).replace("`", "'")
+
+
+def render_markdown(plan: Plan, limit: int = LIMIT, *, artifact: str | None = None,
+                    plan_file: str | None = None) -> str:
+    """The comment; ``artifact`` and ``plan_file`` are what the truncation note names."""
     head = _header(plan)
-    budget = _Budget(limit - _RESERVE - sum(len(h) + 1 for h in head))
-    omitted = 0
     if plan.actions:
-        omitted += budget.section(f"Actions in apply order ({len(plan.actions)})",
-                                  _action_items(plan), len(plan.actions), "diff")
-    for name, title in NOTE_TITLES.items():
-        notes = getattr(plan, name)
-        if notes:
-            omitted += budget.section(f"{title}: {len(notes)}", _note_items(notes),
-                                      len(notes), "")
-    if plan.unknown:
-        groups = unknown_by_provider(plan.unknown)
+        head += [f"#### Actions: {len(plan.actions)}, destroys first; each group's entries "
+                 "in apply order", ""]
+    groups = group_actions(plan.actions)
+    notes = [(f"{title}: {len(getattr(plan, name))}", getattr(plan, name))
+             for name, title in NOTE_TITLES.items() if getattr(plan, name)]
+    unknown = unknown_by_provider(plan.unknown)
+    unknown_title = f"Unknown (nothing planned): {len(plan.unknown)}"
+    budget = _Budget(limit - _RESERVE - _size(head),
+                     [*((g.line(), "diff") for g in groups), *((t, "") for t, _ in notes),
+                      *([(unknown_title, "")] if unknown else [])])
+    omitted = 0
+    for group in groups:
+        omitted += budget.section(group.line(), _action_items(group), len(group.actions),
+                                  "diff")
+    for title, listed in notes:
+        omitted += budget.section(title, _note_items(listed), len(listed), "")
+    if unknown:
         items = ([f"- provider `{_cell(p)}`: {_cell(what)} — {_cell(why)}"]
-                 for p, what, why in groups)
-        omitted += budget.section(f"Unknown (nothing planned): {len(plan.unknown)}", items,
-                                  len(groups), "")
+                 for p, what, why in unknown)
+        omitted += budget.section(unknown_title, items, len(unknown), "")
     tail: list[str] = []
     if omitted:
         tail = [f"> **Truncated:** {omitted} items are not shown to keep this comment under "
-                f"{limit:,} characters. The full plan is in the saved plan file (the CI "
-                "job's plan artifact); `xce-plan --format text` shows all of it.", ""]
+                f"{limit:,} characters. {_where_full(artifact, plan_file)}", ""]
     return "\n".join([*head, *budget.lines, *tail]).rstrip("\n") + "\n"
