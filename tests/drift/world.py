@@ -22,7 +22,14 @@ from reconciler.pipeline import compile_desired
 from reconciler.protocol import Request
 from reconciler.providers.registry import open_provider
 from tests.e2e.steps import run_steps
-from tests.e2e.workspace import SITES, CliRun, Workspace, materialize, planning
+from tests.e2e.workspace import (
+    SITES,
+    CliRun,
+    Workspace,
+    materialize,
+    planning,
+    run_cli_main,
+)
 
 HERE = Path(__file__).resolve().parent
 HOSTS = "cn[01-04],gn[01-02],burst[01-02]"
@@ -91,9 +98,5 @@ def clock(monkeypatch: pytest.MonkeyPatch, shift: float) -> Iterator[None]:
 
 def run_drift(ws: Workspace, capsys: pytest.CaptureFixture[str],
               monkeypatch: pytest.MonkeyPatch, *args: str) -> CliRun:
-    """``xce-drift <site> --workdir <tmp> ARGS`` through its main(), output captured."""
-    capsys.readouterr()
-    with planning(ws, monkeypatch):
-        code = drift_cli.main(ws.plan_argv(*args))
-    out, err = capsys.readouterr()
-    return CliRun(code, out, err)
+    """``xce-drift <site> --workdir <tmp> ARGS``."""
+    return run_cli_main(drift_cli.main, ws, capsys, monkeypatch, *args)

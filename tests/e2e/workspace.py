@@ -12,7 +12,7 @@ import pwd
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,11 +89,18 @@ class CliRun:
     err: str
 
 
-def run_plan(ws: Workspace, capsys: pytest.CaptureFixture[str],
-             monkeypatch: pytest.MonkeyPatch, *args: str) -> CliRun:
-    """``xce-plan <site> --workdir <tmp> ARGS`` through its main(), output captured."""
+def run_cli_main(main: Callable[[list[str]], int], ws: Workspace,
+                 capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                 *args: str) -> CliRun:
+    """``COMMAND <site> --workdir <tmp> ARGS`` through its main(), output captured."""
     capsys.readouterr()
     with planning(ws, monkeypatch):
-        code = plan_cli.main(ws.plan_argv(*args))
+        code = main(ws.plan_argv(*args))
     out, err = capsys.readouterr()
     return CliRun(code, out, err)
+
+
+def run_plan(ws: Workspace, capsys: pytest.CaptureFixture[str],
+             monkeypatch: pytest.MonkeyPatch, *args: str) -> CliRun:
+    """``xce-plan <site> --workdir <tmp> ARGS``."""
+    return run_cli_main(plan_cli.main, ws, capsys, monkeypatch, *args)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -98,13 +99,18 @@ def test_newer_format(tmp_path: Path) -> None:
     assert _code(path) == "XCE763"
 
 
+def _signed(path: Path, body: dict[str, Any], version: int = FORMAT_VERSION) -> Path:
+    """A plan file around ``body`` with a valid digest: what is refused is the body itself."""
+    path.write_bytes(dumps({"format": "xce-plan", "version": version,
+                            "digest": digest_of(body), "body": body}))
+    return path
+
+
 def test_a_plan_of_the_older_format_is_refused_saying_plan_again(tmp_path: Path) -> None:
     """Version 1 (before a plan recorded its origin): where it applies cannot be known."""
     plan, _ = plan_scenario("datasets")
     body = {"destroy": False, "plan": plan.to_json()}
-    path = tmp_path / "p.json"
-    path.write_bytes(dumps({"format": "xce-plan", "version": 1, "digest": digest_of(body),
-                            "body": body}))
+    path = _signed(tmp_path / "p.json", body, version=1)
     assert _code(path) == "XCE769"
     with pytest.raises(UserError) as info:
         load_plan(path)
@@ -116,18 +122,13 @@ def test_a_plan_without_its_origin_is_malformed(tmp_path: Path) -> None:
     plan, _ = plan_scenario("datasets")
     for origin in (None, {**ORIGIN.to_json(), "workdir": 7}):
         body = {"destroy": False, "origin": origin, "plan": plan.to_json()}
-        path = tmp_path / "p.json"
-        path.write_bytes(dumps({"format": "xce-plan", "version": FORMAT_VERSION,
-                                "digest": digest_of(body), "body": body}))
+        path = _signed(tmp_path / "p.json", body)
         assert _code(path) == "XCE764"
 
 
 def test_malformed_body_with_valid_digest(tmp_path: Path) -> None:
     body = {"destroy": False, "origin": ORIGIN.to_json(), "plan": {"no_actions": True}}
-    path = tmp_path / "p.json"
-    path.write_bytes(dumps({"format": "xce-plan", "version": FORMAT_VERSION,
-                            "digest": digest_of(body),
-                            "body": body}))
+    path = _signed(tmp_path / "p.json", body)
     assert _code(path) == "XCE764"
 
 
@@ -138,10 +139,7 @@ def test_an_unknown_verb_is_refused_when_the_file_is_read(tmp_path: Path) -> Non
     assert {a["action"] for a in doc["actions"]} <= {"create", "update"}  # the JSON field
     doc["actions"][0]["action"] = "explode"
     body = {"destroy": False, "origin": ORIGIN.to_json(), "plan": doc}
-    path = tmp_path / "p.json"
-    path.write_bytes(dumps({"format": "xce-plan", "version": FORMAT_VERSION,
-                            "digest": digest_of(body),
-                            "body": body}))
+    path = _signed(tmp_path / "p.json", body)
     assert _code(path) == "XCE764"
 
 
