@@ -36,6 +36,12 @@ def parser() -> argparse.ArgumentParser:
         help="site-config folder (default: site-config)",
     )
     p.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: build)")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="validate only: compile and report the problems, write nothing (no --out folder; "
+        "for a pre-commit hook)",
+    )
     p.add_argument("--policies", type=Path, metavar="DIR", help=POLICIES_HELP)
     p.add_argument("--format", choices=FORMATS.names, default="text", help="how to print problems")
     p.add_argument(
@@ -74,6 +80,9 @@ def _body(argv: list[str] | None) -> int:
     revision = site_revision(args.site)
     supply = compiled.supply_map
     documents, desired_digest = serialize(compiled, revision)
+    if args.check:
+        _report_check(args.format, text, compiled, revision, desired_digest)
+        return EXIT_OK
     try:
         policies = compiled.policy.provenance(args.site) if compiled.policy else None
         manifest = write_outputs(
@@ -94,12 +103,34 @@ def _body(argv: list[str] | None) -> int:
     return EXIT_OK
 
 
+def _shown(revision: Revision) -> str:
+    """A revision as the reports show it: its commit, short, and whether files differ."""
+    return (revision.commit or "no commit")[:12] + (" (dirty)" if revision.dirty else "")
+
+
+def _report_check(fmt: str, problems: str, compiled: Compiled, revision: Revision,
+                  desired_digest: str) -> None:
+    """What ``--check`` found valid: as a compile's report, without the outputs it wrote."""
+    supply = compiled.supply_map
+    rev = _shown(revision)
+    if fmt == "text":
+        sys.stderr.write(problems)
+        sys.stdout.write(f"checked site {supply.site} at {rev}: {len(supply.entries)} entries, "
+                         f"{len(compiled.bindings['providers'])} providers; nothing written\n"
+                         f"desired digest {desired_digest}\n")
+    elif fmt == "markdown":
+        sys.stdout.write(f"### ✅ Site {supply.site} is valid at `{rev}`\n"
+                         + ("\n" + problems if problems else ""))
+    else:
+        sys.stdout.write(problems)
+
+
 def _report_success(fmt: str, problems: str, compiled: Compiled, revision: Revision, out: Path,
                     manifest: dict[str, Any]) -> None:
     """What a valid site compiled to: a line for a terminal, a short document for a pull
     request (markdown), the problems document for tools (json, github)."""
     supply = compiled.supply_map
-    rev = (revision.commit or "no commit")[:12] + (" (dirty)" if revision.dirty else "")
+    rev = _shown(revision)
     providers = len(compiled.bindings["providers"])
     if fmt == "text":
         sys.stderr.write(problems)

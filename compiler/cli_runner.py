@@ -118,6 +118,16 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_CHANGES = 2
 EXIT_STALE = 3
+EXIT_UNREVIEWED = 4  # xce-apply --reviewed: no reviewed plan matches the config
+
+
+class Refusal(UserError):
+    """A user error that ends the command with an exit code of its own (EXIT_UNREVIEWED),
+    so a CI job tells this refusal from a failure; reported like every UserError."""
+
+    def __init__(self, problems: Sequence[Problem], exit_code: int) -> None:
+        super().__init__(problems)
+        self.exit_code = exit_code
 
 
 def write_crash_report(prog: str, exc: BaseException) -> str:
@@ -147,7 +157,7 @@ def run_cli(prog: str, body: Callable[[], int]) -> int:
     except UserError as err:
         sys.stderr.write(render_text(err.problems, Style.for_stream(sys.stderr)))
         _document(err.problems)
-        return EXIT_ERROR
+        return err.exit_code if isinstance(err, Refusal) else EXIT_ERROR
     except KeyboardInterrupt:
         sys.stderr.write(f"{prog}: interrupted\n")
         return 130

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,8 @@ class Compiled:
     document: SiteDocument
     policy: PolicyBuild | None = None
     drift: CompiledDrift = field(default_factory=CompiledDrift)  # build/drift.json
+    # entry id → the site-config item it came from, located only when asked (--format github)
+    sources: Mapping[str, Where] = field(default_factory=dict)
 
 
 def load_site(site_dir: Path, problems: Problems) -> list[SourceFile]:
@@ -78,6 +81,9 @@ def settings_of(site: Site) -> dict[str, Any]:
         "management": dict(sorted(site.management.items())),
         "safety": site.safety.model_dump(exclude_none=True, exclude_defaults=True),
         "protected": sorted(site.protected),
+        # only when not the default, so a map's digest stays what it was without it
+        **({"unreviewed_apply": site.unreviewed_apply}
+           if site.unreviewed_apply != "refuse" else {}),
     }
 
 
@@ -137,7 +143,7 @@ def compile_files(
         raise RuntimeError(f"{len(ctx.entries) - len(entries)} entries share an id with another")
     settings = {**settings_of(site), "shared_accounts": shared_accounts(doc)}
     supply = SupplyMap(entries=entries, site=site.name, owner=ctx.owner, settings=settings)
-    return Compiled(supply, build_bindings(doc), doc, drift=drift)
+    return Compiled(supply, build_bindings(doc), doc, drift=drift, sources=ctx.sources())
 
 
 def located(problems: Problems, files: list[SourceFile]) -> list[Problem]:

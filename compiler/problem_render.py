@@ -8,6 +8,7 @@ format keeps every item.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -156,23 +157,61 @@ def _gh_escape(text: str, prop: bool = False) -> str:
     return text
 
 
+def _repository_top(folder: str) -> str | None:
+    """The nearest folder at or above ``folder`` that holds ``.git`` (a folder, or the file
+    of a worktree or submodule)."""
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def github_path(file: str) -> str:
+    """``file`` as GitHub places an annotation: relative to the top of the repository that
+    holds it, whatever folder the command ran in; in a checkout without ``.git``, relative
+    to ``$GITHUB_WORKSPACE``; as given when it is in neither."""
+    path = os.path.realpath(file)
+    top = _repository_top(os.path.dirname(path))
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    if top is None and workspace:
+        top = os.path.realpath(workspace)
+    if top is None or os.path.commonpath([top, path]) != top:
+        return file
+    return os.path.relpath(path, top)
+
+
+def workflow_command(kind: str, message: str, *, file: str | None = None,
+                     line: int | None = None, column: int | None = None,
+                     title: str | None = None) -> str:
+    """One GitHub workflow command, ``::warning file=F,line=L,col=C,title=T::message``
+    (``kind`` error, warning or notice): data and properties escaped as the runner reads
+    them, the file as ``github_path`` gives it."""
+    props: list[str] = []
+    if file is not None:
+        props.append(f"file={_gh_escape(github_path(file), True)}")
+        if line is not None:
+            props += [f"line={line}", f"col={column or 1}"]
+    if title is not None:
+        props.append(f"title={_gh_escape(title, True)}")
+    head = f"{kind} {','.join(props)}" if props else kind
+    return f"::{head}::{_gh_escape(message)}"
+
+
 def render_github(problems: Sequence[Problem]) -> str:
     """GitHub Actions workflow commands, so bad lines are annotated in the pull request."""
     out: list[str] = []
     for p in problems:
         kind = "error" if p.severity is Severity.ERROR else "warning"
-        props = [f"title={_gh_escape(p.code, True)}"]
-        if p.where is not None:
-            props.insert(0, f"file={_gh_escape(p.where.file, True)}")
-            if p.line is not None:
-                props.insert(1, f"line={p.line}")
-                props.insert(2, f"col={p.column or 1}")
         text = p.message if not p.subject or p.where else f"{p.subject}: {p.message}"
         if p.also:
             text += f" (see also {_also(p)})"
         if p.hint:
             text += f" (hint: {p.hint})"
-        out.append(f"::{kind} {','.join(props)}::{_gh_escape(text)}")
+        out.append(workflow_command(kind, text, file=p.file, line=p.line, column=p.column,
+                                    title=p.code))
     return "\n".join(out) + ("\n" if out else "")
 
 

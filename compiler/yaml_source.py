@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -68,24 +68,37 @@ class SourceFile:
     data: Any
 
 
-def _not_site_config(parent: str, name: str, top: bool) -> bool:
+VENV_MARKER = "pyvenv.cfg"  # the file that makes a folder a Python virtualenv
+
+
+def not_site_config(name: str, top: bool, holds: Callable[[str], bool],
+                    skip: str | None = SITE_POLICIES) -> bool:
     """Folders that are never site-config: hidden ones (``.git``, ``.xce``), the site's own
-    ``policies/``, and a Python virtualenv (``pyvenv.cfg``), which an admin may well create
-    in the site repository to install xce-gitops and which holds other projects' YAML."""
-    return (name.startswith(".") or (top and name == SITE_POLICIES)
-            or os.path.exists(os.path.join(parent, name, "pyvenv.cfg")))
+    ``policies/`` (``skip``, directly in the site folder: ``top``), and a Python virtualenv
+    (``holds(VENV_MARKER)``), which an admin may well create in the site repository to
+    install xce-gitops and which holds other projects' YAML. One rule for a folder on disk
+    and a tree of a git revision (compiler.policy.gitsource.yaml_blobs)."""
+    return name.startswith(".") or (top and name == skip) or holds(VENV_MARKER)
+
+
+def is_yaml_name(name: str) -> bool:
+    """A file the loaders read: YAML by its suffix, and not hidden."""
+    return name.endswith(YAML_SUFFIXES) and not name.startswith(".")
+
+
+def _holds(folder: str) -> Callable[[str], bool]:
+    return lambda name: os.path.exists(os.path.join(folder, name))
 
 
 def find_yaml_files(root: Path) -> list[Path]:
     """All YAML files below ``root``, sorted, skipping the folders that are never
-    site-config (``_not_site_config``)."""
+    site-config (``not_site_config``)."""
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         top = dirpath == str(root)
-        dirnames[:] = sorted(d for d in dirnames if not _not_site_config(dirpath, d, top))
-        for name in filenames:
-            if name.endswith(YAML_SUFFIXES) and not name.startswith("."):
-                found.append(Path(dirpath) / name)
+        dirnames[:] = sorted(d for d in dirnames
+                             if not not_site_config(d, top, _holds(os.path.join(dirpath, d))))
+        found.extend(Path(dirpath) / name for name in filenames if is_yaml_name(name))
     return sorted(found)
 
 

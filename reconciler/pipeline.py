@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.bindings import BindingError, Bindings
 from compiler.gc_pause import gc_paused
-from compiler.problems import Hints, Problem, Problems, Severity, UserError
+from compiler.problems import Hints, Problem, Problems, Severity, UserError, Where
 from compiler.supply_map import MapReader, SupplyMap, read_json, read_map
 from reconciler.dataset_versions import VersionSources, enforce_versions, explain_corrections
 from reconciler.live import HINTS as LIVE_HINTS
@@ -28,6 +28,9 @@ from reconciler.live import (
 from reconciler.plan.model import Plan
 from reconciler.planner import make_plan
 from reconciler.state.store import StateStore
+
+if TYPE_CHECKING:  # the YAML reader is imported only where a site is compiled
+    from compiler.yaml_source import Locator
 
 DEFAULT_WORKDIR = ".xce"
 STATE_FILE = "state.sqlite"  # the embedded state store, inside the workdir
@@ -52,6 +55,28 @@ class Desired:
     versions: VersionSources | None = None  # where datasets are written (not from a map file)
     # build/drift.json: how xce-drift screens and mails drift (compiler/model/drift.py)
     drift: Mapping[str, Any] = field(default_factory=dict)
+    origins: Origins | None = None  # where each entry is written (not from a map file)
+
+
+@dataclass(frozen=True, slots=True)
+class Origins:
+    """Where each desired entry is written in the site-config: its item's YAML path, put on
+    a line only when a rendering asks (--format github), so a plain plan composes no file."""
+
+    sources: Mapping[str, Where]
+    locator: Locator
+    _placed: dict[int, Where] = field(default_factory=dict)  # by id: entries share items
+
+    def place(self, entry_id: str) -> Where | None:
+        """The file, line and column of the item ``entry_id`` came from; None if it is not
+        in the config (any more)."""
+        where = self.sources.get(entry_id)
+        if where is None:
+            return None
+        placed = self._placed.get(id(where))
+        if placed is None:
+            placed = self._placed[id(where)] = self.locator.locate(where)
+        return placed
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +140,7 @@ def compile_desired(site_dir: Path, policies: Path | None = None) -> Desired:
     # from a compiled map (--desired) does not need.
     from compiler.compile import compile_site, located
     from compiler.revision import site_revision
+    from compiler.yaml_source import Locator
 
     compiled, files = compile_site(site_dir, problems, policies)
     shown = located(problems, files)
@@ -126,7 +152,8 @@ def compile_desired(site_dir: Path, policies: Path | None = None) -> Desired:
                        dirty=revision.dirty, settings=s.settings)
     bindings = Bindings.from_json(compiled.bindings, site_dir)
     return Desired(supply, bindings, supply.content_digest(), tuple(shown),
-                   VersionSources.of(compiled.document, files), compiled.drift.to_json())
+                   VersionSources.of(compiled.document, files), compiled.drift.to_json(),
+                   Origins(compiled.sources, Locator(files)))
 
 
 def load_desired(site_dir: Path | None, desired_file: Path | None,

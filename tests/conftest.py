@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
+
+from reconciler.providers.registry import BUILTINS
+
+# The built-in providers, imported before any test. The package's pytest11 entry point makes
+# pytest rewrite every module of the distribution (compiler, reconciler) on first import, and
+# Python 3.11's compiler is not safe in two threads at once (SystemError: AST constructor
+# recursion depth mismatch): a gather asking two providers would be the first to import them.
+for _module, _ in BUILTINS.values():
+    importlib.import_module(_module)
 
 ROOT = Path(__file__).resolve().parent.parent
 # A copy of the example site pinned for the tests: everything exact is asserted on it, never on

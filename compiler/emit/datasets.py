@@ -23,8 +23,10 @@ def emit_datasets(doc: SiteDocument, ctx: EmitContext) -> None:
     for loc in doc.datasets:
         d = loc.item
         ident = d.ident
+        ctx.at(loc.where)
         ctx.controlled(f"dataset/{ident}", "dataset", d.size, spec=dataset_spec(d))
-        for copy in d.copies:
+        for i, copy in enumerate(d.copies):
+            ctx.at(loc.where, "copies", i)
             ctx.add(
                 Entry(
                     id=f"dataset-copy/{ident}@{copy.location}",
@@ -39,6 +41,7 @@ def emit_datasets(doc: SiteDocument, ctx: EmitContext) -> None:
                 )
             )
     for c in doc.caches:
+        ctx.at(c.where)
         ctx.controlled(
             f"counter/cache@{c.item.location}",
             "counter",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from compiler.checks.hosts import HostTable
 from compiler.emit.context import EmitContext
 from compiler.hostlist import compress
-from compiler.model.document import SiteDocument
+from compiler.model.document import Located, SiteDocument
 from compiler.model.hosts import HostGroup, HostOverride
 from compiler.model.site import Site
 from compiler.supply_map import Entry
@@ -21,21 +21,23 @@ def emit_hosts(
 ) -> None:
     """Every host group that has members, each followed by its hosts' entries."""
     for loc in doc.host_groups:
-        group = loc.item
-        hosts = table.members.get(group.name)
+        hosts = table.members.get(loc.item.name)
         if hosts is not None:
-            _emit_group(group, hosts, site, table, mounts.get(group.name, []), ctx)
+            _emit_group(loc, hosts, site, table, mounts.get(loc.item.name, []), ctx)
 
 
 def _emit_group(
-    g: HostGroup,
+    loc: Located[HostGroup],
     hosts: list[str],
     site: Site,
     table: HostTable,
     group_mounts: list[str],
     ctx: EmitContext,
 ) -> None:
-    """The group's entry, then the hosts it wants (all, or a provisioned group's first n)."""
+    """The group's entry, then the hosts it wants (all, or a provisioned group's first n),
+    all from the group's item but for hosts with an override."""
+    g = loc.item
+    ctx.at(loc.where)
     defaults = site.defaults.host
     features = sorted(set(defaults.features) | set(g.features))
     group_attrs: Attributes = {"hosts": compress(hosts) if hosts else "", "features": features}
@@ -46,7 +48,7 @@ def _emit_group(
     ctx.controlled(f"host-group/{g.name}", "host-group", attributes=group_attrs)
     base = _base_attributes(g, features, group_mounts)
     counters = {**defaults.counters, **g.counters}
-    _emit_members(g, wanted, source, spec, base, counters, _host_overrides(g, table), ctx)
+    _emit_members(loc, wanted, source, spec, base, counters, _host_overrides(g, table), ctx)
 
 
 def _provisioning(
@@ -75,14 +77,20 @@ def _base_attributes(g: HostGroup, features: list[str], group_mounts: list[str])
     return attrs
 
 
-def _host_overrides(group: HostGroup, table: HostTable) -> dict[str, list[HostOverride]]:
-    """Overrides per host, in the order written (later ones win)."""
+Overrides = dict[str, tuple[list[HostOverride], str]]
+
+
+def _host_overrides(group: HostGroup, table: HostTable) -> Overrides:
+    """Overrides per host, in the order written (later ones win), and the hostlist key of
+    the last one: the host's own item."""
     per_host: dict[str, list[HostOverride]] = defaultdict(list)
+    last: dict[str, str] = {}
     for expr, names in table.overrides.get(group.name, {}).items():
         ov = group.overrides[expr]
         for name in names:
             per_host[name].append(ov)
-    return per_host
+            last[name] = expr
+    return {name: (ovs, last[name]) for name, ovs in per_host.items()}
 
 
 def _overridden(
@@ -102,21 +110,27 @@ def _overridden(
 
 
 def _emit_members(
-    g: HostGroup,
+    loc: Located[HostGroup],
     wanted: list[str],
     source: str,
     spec: Attributes,
     base: Attributes,
     counters: dict[str, int],
-    overrides: dict[str, list[HostOverride]],
+    overrides: Overrides,
     ctx: EmitContext,
 ) -> None:
     """Each host, its instance if provisioned, and its counters: the bulk of a big site,
-    so entries are built positionally with a bound ``append``."""
+    so entries are built positionally with a bound ``append``. A host with an override
+    comes from the override's item, every other host from the group's."""
+    g = loc.item
     add, controller, owner, prov = ctx.entries.append, ctx.controller, ctx.owner, g.provisioned
     for h in wanted:
         ovs = overrides.get(h)
-        attrs, host_counters = _overridden(base, counters, ovs) if ovs else (base, counters)
+        if ovs:
+            attrs, host_counters = _overridden(base, counters, ovs[0])
+            ctx.at(loc.where, "overrides", ovs[1])
+        else:
+            attrs, host_counters = base, counters
         location = f"host/{h}"
         add(Entry(location, "host", "available", source, controller, None, None, attrs, spec,
                   owner))
@@ -128,3 +142,5 @@ def _emit_members(
         for name, amount in host_counters.items():
             add(Entry(f"counter/{name}@{location}", "counter", "available", "config",
                       controller, location, amount, {}, {}, owner))
+        if ovs:
+            ctx.at(loc.where)

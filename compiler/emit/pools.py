@@ -9,11 +9,13 @@ from compiler.model.document import SiteDocument
 def emit_pools(doc: SiteDocument, ctx: EmitContext) -> None:
     for lic in doc.licenses:
         p = lic.item
+        ctx.at(lic.where)
         spec: dict[str, object] = {}
         if p.borrow is not None:
             spec = {"borrow_max": p.borrow.max, "borrow_provider": p.borrow.provider}
         ctx.controlled(f"license/{p.name}@site", "license", p.amount, location="site", spec=spec)
     for sp in doc.storage_pools:
+        ctx.at(sp.where)
         ctx.controlled(
             f"storage-pool/{sp.item.name}",
             "storage-pool",
@@ -21,6 +23,7 @@ def emit_pools(doc: SiteDocument, ctx: EmitContext) -> None:
             location=f"pool/{sp.item.name}",
         )
     for c in doc.counters:
+        ctx.at(c.where)
         ctx.controlled(
             f"counter/{c.item.name}@{c.item.location}",
             "counter",

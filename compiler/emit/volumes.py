@@ -23,18 +23,21 @@ def emit_volumes(doc: SiteDocument, ctx: EmitContext) -> None:
     """Every quota, then each volume with a directory for each of its users."""
     volumes = {v.item.name: v.item for v in doc.volumes}
     quota_users = _emit_quotas(doc, volumes, ctx)
-    for name, v in volumes.items():
-        _emit_volume(v, sorted(set(v.users) | quota_users[name]), ctx)
+    for loc in doc.volumes:
+        ctx.at(loc.where)
+        _emit_volume(loc.item, sorted(set(loc.item.users) | quota_users[loc.item.name]), ctx)
 
 
 def _emit_quotas(
     doc: SiteDocument, volumes: dict[str, Volume], ctx: EmitContext
 ) -> dict[str, set[str]]:
     """Each grant's quota entry (a volume's at its provider, a pool's at the controller
-    map); returns the users given a quota on each volume, who get a directory there."""
+    map), each from the line of its grant; returns the users given a quota on each volume,
+    who get a directory there."""
     users: dict[str, set[str]] = {name: set() for name in volumes}
-    quotas = ((*q.item.target, g) for q in doc.quotas for g in q.item.grants())
-    for kind, target, (scope, subject, limit, _) in quotas:
+    quotas = ((q, *q.item.target, g) for q in doc.quotas for g in q.item.grants())
+    for q, kind, target, (scope, subject, limit, path) in quotas:
+        ctx.at(q.where, *path)
         if kind == "volume" and target in volumes:
             v = volumes[target]
             if scope == "user":

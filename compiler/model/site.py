@@ -122,3 +122,9 @@ class Site(Strict):
         description="entry ids (fnmatch globs) that a plan never removes, even with --force",
         examples=[["volume/shared", "dataset/*"]],
     )
+    unreviewed_apply: Literal["refuse", "allow"] = Field(
+        default="refuse",
+        description="xce-apply --reviewed with no reviewed plan for the config: refuse "
+        "(exit 4), or allow: plan and apply it, saying so in the report",
+        examples=["refuse"],
+    )

@@ -10,6 +10,7 @@ folder compiles with the policies bundled with the installed package.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -27,7 +28,14 @@ from compiler.policy.compile import (
 )
 from compiler.policy.site import mentions_site_policy
 from compiler.problems import Problem, Problems, UserError
-from compiler.yaml_source import SITE_POLICIES, YAML_SUFFIXES, SourceFile, display_path, load_bytes
+from compiler.yaml_source import (
+    SITE_POLICIES,
+    SourceFile,
+    display_path,
+    is_yaml_name,
+    load_bytes,
+    not_site_config,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,19 +66,31 @@ def open_repo(path: Path | None) -> git.Repo:
         ) from None
 
 
-def resolve_commit(repo: git.Repo, rev: str) -> git.Commit:
+def find_commit(repo: git.Repo, rev: str) -> git.Commit | None:
+    """The commit ``rev`` names; None when the repository does not have it (not fetched)."""
     try:
         return repo.commit(rev)
     except (BadName, BadObject, ValueError):
-        shallow = Path(repo.git_dir, "shallow").exists()
+        return None
+
+
+def is_shallow(repo: git.Repo) -> bool:
+    """A clone made with ``--depth``: older commits may be missing."""
+    return Path(repo.git_dir, "shallow").exists()
+
+
+def resolve_commit(repo: git.Repo, rev: str) -> git.Commit:
+    commit = find_commit(repo, rev)
+    if commit is None:
         hint = (
             f"this is a shallow clone: fetch the revision first, e.g. "
             f"'git fetch --depth=1 origin {rev}'"
-            if shallow
+            if is_shallow(repo)
             else "check the name, or fetch it from the remote"
         )
         raise UserError([Problem(codes.UNKNOWN_REVISION, f"revision '{rev}' not found",
-                                 hint)]) from None
+                                 hint)])
+    return commit
 
 
 def inside(repo: git.Repo, path: str) -> str:
@@ -95,25 +115,29 @@ def inside(repo: git.Repo, path: str) -> str:
 
 
 def yaml_blobs(commit: git.Commit, folder: str, skip: str | None = None) -> dict[str, bytes]:
-    """Repository path -> bytes of every YAML file under ``folder`` (skipping hidden ones,
-    and the folder ``skip`` directly in it)."""
+    """Repository path -> bytes of every YAML file under ``folder``, by the folder loader's
+    rule (``not_site_config``: hidden files and folders, virtualenvs, and the folder
+    ``skip`` directly in it)."""
     try:
         tree = commit.tree if folder == "." else commit.tree / folder
     except KeyError:
         return {}
     if not isinstance(tree, git.Tree):
         return {}
-    out: dict[str, bytes] = {}
-    top = PurePosixPath(str(tree.path))
-    for item in tree.traverse():
-        if not isinstance(item, git.Blob) or not str(item.path).endswith(YAML_SUFFIXES):
-            continue
-        path = str(item.path)
-        parts = PurePosixPath(path).relative_to(top).parts
-        if any(part.startswith(".") for part in parts) or (len(parts) > 1 and parts[0] == skip):
-            continue
-        out[path] = item.data_stream.read()
+    out = {str(blob.path): blob.data_stream.read() for blob in _yaml_in(tree, skip, top=True)}
     return dict(sorted(out.items()))
+
+
+def _yaml_in(tree: git.Tree, skip: str | None, top: bool) -> Iterator[git.Blob]:
+    """The YAML blobs below ``tree``, never entering a folder that is not site-config."""
+    yield from (blob for blob in tree.blobs if is_yaml_name(blob.name))
+    for sub in tree.trees:
+        if not not_site_config(sub.name, top, _holds(sub), skip):
+            yield from _yaml_in(sub, skip, top=False)
+
+
+def _holds(tree: git.Tree) -> Callable[[str], bool]:
+    return lambda name: f"{tree.path}/{name}" in tree
 
 
 def _join(folder: str, name: str) -> str:

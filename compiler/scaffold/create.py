@@ -1,4 +1,5 @@
-"""Making a new site-config repository: files from templates, its first snapshots, git.
+"""Making a new site-config repository: files from templates, its pipeline files, its first
+snapshots, git.
 
 Everything is made in a staging folder and moved into the target only when every step
 succeeded: a failure leaves nothing behind, and the target is never half-written. The first
@@ -13,17 +14,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import git
-import jinja2
 from pydantic import TypeAdapter, ValidationError
 
 from compiler.bundled import example_site_dir
 from compiler.model.types import Name
 from compiler.problems import Problem, UserError
 from compiler.scaffold import codes
+from compiler.scaffold.pipeline import DEFAULT_BRANCH, Pipeline, branch_name, environment
 
 # the small site's files, and the repository's own: output path -> template
 SMALL_SITE = {
@@ -43,7 +46,6 @@ REPOSITORY = {
 }
 SNAPSHOT = Path("tests", "__snapshots__", "test_policies.ambr")
 EXAMPLE_SITE_NAME = "hpc-east"
-DEFAULT_BRANCH = "main"
 FALLBACK_AUTHOR = ("xce-init", "xce-init@localhost")
 
 
@@ -108,20 +110,16 @@ def site_name_for(target: Path, given: str | None) -> str:
         raise _problem(codes.BAD_SITE_NAME, f"site name {reason}", hint, target) from None
 
 
-def render_templates(dest: Path, files: dict[str, str], site_name: str, example: bool) -> None:
-    """Write each template's output; a variable missing in a template is an error, never an
-    empty string in a site file."""
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("compiler.scaffold", "templates"),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
+def render_templates(dest: Path, files: dict[str, str], site_name: str, example: bool,
+                     pipeline: Pipeline | None = None) -> None:
+    """Write each template's output; the repository's own files also say what ``pipeline``
+    holds (the site's files need only the name)."""
+    context = {"site_name": site_name, "example": example,
+               **(pipeline.context() if pipeline else {})}
     for out, template in files.items():
         path = dest / out
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = env.get_template(template).render(site_name=site_name, example=example)
-        path.write_text(text, encoding="utf-8")
+        path.write_text(environment().get_template(template).render(context), encoding="utf-8")
 
 
 def copy_example(dest: Path) -> None:
@@ -169,17 +167,11 @@ def _git_failure(err: Exception) -> str:
     return str(err) or type(err).__name__
 
 
-def commit_all(dest: Path, message: str, target: Path) -> str:
-    """``git init`` (branch main unless git is configured otherwise) and one commit of
-    every file that .gitignore does not ignore; returns the commit id."""
+@contextmanager
+def _git_step(target: Path) -> Iterator[None]:
+    """A failure of git is the user's XCE024, with what git said."""
     try:
-        repo = git.Repo.init(dest)
-        config = repo.config_reader()
-        if not config.get_value("init", "defaultBranch", ""):
-            repo.git.symbolic_ref("HEAD", f"refs/heads/{DEFAULT_BRANCH}")
-        repo.git.add(all=True)
-        author = _author(config)
-        return repo.index.commit(message, author=author, committer=author).hexsha
+        yield
     except (OSError, git.GitError) as err:
         raise _problem(
             codes.GIT_FAILED,
@@ -187,6 +179,26 @@ def commit_all(dest: Path, message: str, target: Path) -> str:
             "check that git works here (git --version, its configuration); nothing was written",
             target,
         ) from None
+
+
+def init_repository(dest: Path, target: Path) -> git.Repo:
+    """``git init`` (branch main unless git is configured otherwise), first of all: the
+    pipeline files name the branch."""
+    with _git_step(target):
+        repo = git.Repo.init(dest)
+        if not repo.config_reader().get_value("init", "defaultBranch", ""):
+            repo.git.symbolic_ref("HEAD", f"refs/heads/{DEFAULT_BRANCH}")
+        return repo
+
+
+def commit_all(repo: git.Repo, message: str, target: Path) -> tuple[str, int]:
+    """One commit of every file that .gitignore does not ignore: its id, and how many files
+    it holds."""
+    with _git_step(target):
+        repo.git.add(all=True)
+        author = _author(repo.config_reader())
+        commit = repo.index.commit(message, author=author, committer=author)
+        return commit.hexsha, len(repo.git.ls_files().splitlines())
 
 
 def move_into(staging: Path, target: Path) -> None:
@@ -203,20 +215,24 @@ def move_into(staging: Path, target: Path) -> None:
         ) from err
 
 
-def scaffold(target: Path, site_name: str | None, example: bool) -> Created:
-    """Make the repository in a staging folder, then move it into ``target``."""
+def scaffold(target: Path, site_name: str | None, example: bool, ci: str = "github") -> Created:
+    """Make the repository in a staging folder, then move it into ``target``. Its pipeline
+    files apply the branch git starts on; the example site mails its drift (it has
+    ``drift.notify``), the small site does not."""
     check_target(target)
     name = EXAMPLE_SITE_NAME if example else site_name_for(target, site_name)
     with tempfile.TemporaryDirectory(prefix="xce-init-") as tmp:
         staging = Path(tmp)
+        repo = init_repository(staging, target)
+        branch = branch_name(repo.head.reference.name, "git config init.defaultBranch")
+        pipeline = Pipeline(ci=ci, branch=branch, notify=example)
         if example:
             copy_example(staging)
         else:
             render_templates(staging, SMALL_SITE, name, example)
-        render_templates(staging, REPOSITORY, name, example)
+        render_templates(staging, {**REPOSITORY, **pipeline.files()}, name, example, pipeline)
         write_snapshots(staging, target)
-        files = sum(1 for p in staging.rglob("*") if p.is_file())
         message = f"New site-config repository of site {name} (xce-init)"
-        commit = commit_all(staging, message, target)
+        commit, files = commit_all(repo, message, target)
         move_into(staging, target)
     return Created(target, name, files, commit)

@@ -2,7 +2,8 @@
 
 Safe for several CI runners sharing one state store: the site's lock, a fencing epoch, a
 journal written before every provider call, and resumption of a killed run. Exit 0 when
-everything applied, 1 on an error or a failed action, 3 when the saved plan is stale.
+everything applied, 1 on an error or a failed action, 3 when the saved plan is stale, 4
+when ``--reviewed`` finds no reviewed plan for the config.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ import argparse
 import math
 import sys
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from compiler.bundled import POLICIES_HELP
-from compiler.cli_runner import UsageParser, run_cli
+from compiler.cli_runner import EXIT_OK, UsageParser, run_cli
 from compiler.problem_render import render_text as render_problems
 from compiler.problems import Problem, UserError
 from compiler.textstyle import Style
@@ -30,7 +31,9 @@ from reconciler.apply import (
 )
 from reconciler.apply.codes import USAGE
 from reconciler.apply.progress import sink_for
+from reconciler.cli.options import add_workdir
 from reconciler.pipeline import STATE_FILE, Desired, default_workdir, load_desired
+from reconciler.plan import reviewed
 from reconciler.plan.file import SavedPlan, load_plan
 from reconciler.state import StateStore, open_store
 
@@ -75,13 +78,16 @@ def parser() -> argparse.ArgumentParser:
                    "(with --auto-approve)")
     p.add_argument("--auto-approve", action="store_true",
                    help="plan and apply in one go, without a saved plan")
+    p.add_argument("--reviewed", action="store_true",
+                   help="apply SITE_DIR's plan recorded for review (xce-plan --record) for "
+                   "the config it compiles to; none: exit 4, unless the site sets "
+                   "unreviewed_apply: allow")
     p.add_argument("--site", type=Path, help="site-config folder of a saved plan, for its "
                    "provider bindings (default: the one the plan was made from)")
     p.add_argument("--desired", type=Path,
                    help="a compiled supply map (build/supply-map.json, bindings.json beside it)")
     p.add_argument("--policies", type=Path, metavar="DIR", help=POLICIES_HELP)
-    p.add_argument("--workdir", type=Path, help="folder of the embedded defaults "
-                   "(default: a saved plan's own, else <site>/.xce)")
+    add_workdir(p, "a saved plan's own, else <site>/.xce")
     p.add_argument("--state", metavar="PATH|URL", help="state store: a file, sqlite:///path or "
                    "postgresql://user@host/db (default: a saved plan's own, else "
                    f"$XCE_STATE_URL, else <workdir>/{STATE_FILE})")
@@ -156,16 +162,73 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
     return _Inputs(saved, site, desired, workdir, args.state)
 
 
+def _reviewed_site(args: argparse.Namespace) -> Path:
+    """The site folder of ``--reviewed``: the config applied is what it compiles to."""
+    site: Path | None = args.what
+    if site is None or not site.is_dir():
+        raise _usage(f"--reviewed applies a site folder, not {site or 'nothing'}",
+                     "pass the site-config folder: xce-apply --reviewed SITE_DIR")
+    if args.auto_approve or args.targets or args.force or args.desired or args.site:
+        raise _usage("--reviewed takes no --auto-approve, --target, --force, --desired or "
+                     "--site", "the reviewed plan is applied as it was recorded")
+    return site
+
+
 def _body(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
+    if args.reviewed:
+        return _shown(args, _reviewed(args))
     inputs = _inputs(args)
     desired = load_desired(inputs.site, inputs.desired, args.policies)  # a site that does
     with inputs.store() as store:  # not compile leaves no state store behind
         report = _apply(args, inputs, desired, store)
+    return _shown(args, report)
+
+
+def _shown(args: argparse.Namespace, report: ApplyReport) -> int:
     if report.notices:
         sys.stderr.write(render_problems(report.notices, Style.for_stream(sys.stderr)))
     sys.stdout.write(render(report, args.format, Style.for_stream(sys.stdout)))
     return report.exit_code
+
+
+def _reviewed(args: argparse.Namespace) -> ApplyReport:
+    """The reviewed plan of the config SITE compiles to, exactly; else nothing to apply,
+    the refusal (exit 4), or — where the site allows it — a fresh plan, said so."""
+    site = _reviewed_site(args)
+    desired = load_desired(site, None, args.policies)
+    beside = default_workdir(site, None)
+    workdir = args.workdir or beside
+    with open_store(args.state, workdir / STATE_FILE) as store:
+        found = reviewed.find_reviewed(store, desired)
+        if found is not None:
+            planned = found.origin.workdir_for(args.workdir, beside)
+            sys.stderr.write(reviewed.applying_line(found))
+            report = _apply(args, _Inputs(found.saved, site, None, planned, args.state),
+                            desired, store)
+            if report.exit_code == EXIT_OK:
+                reviewed.mark_applied(store, found, desired)
+            return report
+        return _unreviewed(args, site, desired, workdir, store)
+
+
+def _unreviewed(args: argparse.Namespace, site: Path, desired: Desired, workdir: Path,
+                store: StateStore) -> ApplyReport:
+    """No reviewed plan: a fresh one with no changes is nothing to apply; one with changes
+    is refused, unless the site allows it (then planned and applied inside the lock)."""
+    if reviewed.allows_unreviewed(desired):
+        report = _apply(args, _Inputs(FreshPlan(), site, None, workdir, args.state),
+                        desired, store)
+        if not report.outcomes:
+            sys.stderr.write(reviewed.nothing_line(desired))
+            return report
+        return replace(report, notices=(reviewed.allowed_notice(site), *report.notices))
+    plan = reviewed.fresh_plan(desired, workdir, store, args.allow_destroy)
+    if plan.has_changes:
+        raise reviewed.refusal(store, desired, site, plan)
+    sys.stderr.write(reviewed.nothing_line(desired))
+    return _apply(args, _Inputs(SavedPlan(plan, destroy=False), site, None, workdir,
+                                args.state), desired, store)
 
 
 def _apply(args: argparse.Namespace, inputs: _Inputs, desired: Desired,

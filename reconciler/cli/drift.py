@@ -22,6 +22,7 @@ from compiler.output import write_atomic
 from compiler.problem_render import render_text as render_problems
 from compiler.problems import UserError
 from compiler.textstyle import Style
+from reconciler.cli.options import add_workdir
 from reconciler.drift import codes, notify
 from reconciler.drift.detect import Fixer
 from reconciler.drift.render import FORMATS, SUFFIXES, Shown, Templates, format_of, site_templates
@@ -62,8 +63,7 @@ def parser() -> argparse.ArgumentParser:
                    f"({', '.join(SUFFIXES)}); may be given several times")
     p.add_argument("--templates", type=Path, metavar="DIR", help="templates that replace the "
                    "bundled ones (default: the site's templates/drift/ when it exists)")
-    p.add_argument("--workdir", type=Path, help="folder of the embedded defaults "
-                   "(default: <site>/.xce)")
+    add_workdir(p, "<site>/.xce")
     p.add_argument("--state", metavar="PATH|URL", help="state store holding the drift ledger "
                    f"(default: $XCE_STATE_URL, else <workdir>/{STATE_FILE})")
     p.add_argument("--no-record", action="store_true", help="do not write the drift ledger "

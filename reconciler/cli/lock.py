@@ -18,6 +18,7 @@ from compiler.cli_runner import EXIT_OK, UsageParser, run_cli
 from compiler.problems import Problem, UserError
 from reconciler.apply.codes import LOCK_IS_LIVE, LOCK_NOT_FOUND, USAGE
 from reconciler.apply.locking import dead_here
+from reconciler.cli.options import add_workdir
 from reconciler.pipeline import DEFAULT_WORKDIR, STATE_FILE
 from reconciler.state import Lock, StateStore, open_store
 
@@ -32,7 +33,7 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--site", type=Path, default=Path("site-config"),
                    help="site-config folder; the workdir defaults to <site>/.xce")
-    p.add_argument("--workdir", type=Path, help="the reconciler's work folder")
+    add_workdir(p, "<site>/.xce")
     p.add_argument("--state", metavar="PATH|URL", help="state store (default: $XCE_STATE_URL, "
                    "else <workdir>/state.sqlite)")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)

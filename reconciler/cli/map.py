@@ -22,6 +22,7 @@ from compiler.hostlist import HostlistError, expand
 from compiler.model.provider_params import ControllerMapParams
 from compiler.names import did_you_mean
 from compiler.problems import Hints, Problem, UserError
+from reconciler.cli.options import add_workdir
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.controller_map.entries import HELD_KINDS
 from reconciler.providers.controller_map.lifecycle import REPORTER_EVENTS, Event
@@ -59,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--site", type=Path, default=Path("site-config"),
                    help="site-config folder; the workdir defaults to <site>/.xce")
-    p.add_argument("--workdir", type=Path, help="the reconciler's work folder")
+    add_workdir(p, "<site>/.xce")
     p.add_argument("--provider", default="controller",
                    help="the controller-map provider's name (default: controller)")
     p.add_argument("--db", type=Path,

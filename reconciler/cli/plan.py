@@ -1,4 +1,5 @@
-"""``xce-plan``: what would change, as text, json or markdown; Terraform's detailed exit codes.
+"""``xce-plan``: what would change, as text, json, markdown or GitHub annotations; Terraform's
+detailed exit codes.
 
 Exit 0: nothing to do. Exit 2: changes or drift found. Exit 1: an error (invalid site,
 a provider that did not answer, a guard that blocks the plan).
@@ -13,28 +14,38 @@ import sys
 import time
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compiler.bundled import POLICIES_HELP
 from compiler.cli_runner import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, UsageParser, run_cli
 from compiler.gc_pause import gc_paused
 from compiler.problem_render import render_text as render_problems
-from compiler.problems import Severity
+from compiler.problems import Problem, Severity
 from compiler.textstyle import Style
+from reconciler.cli.options import add_workdir
 from reconciler.pipeline import (
     STATE_FILE,
+    Desired,
     default_workdir,
     gather,
     load_desired,
     plan_for,
     unreported,
 )
-from reconciler.plan.file import save_plan
+from reconciler.plan import reviewed
+from reconciler.plan.file import plan_file_bytes, save_plan
 from reconciler.plan.model import Plan
-from reconciler.plan.origin import origin_here
+from reconciler.plan.origin import Origin, origin_here
 from reconciler.plan.redact import redacted
-from reconciler.plan.render import FORMATS, render_markdown
+from reconciler.plan.render import FORMATS, render_github, render_markdown
 from reconciler.plan.render import render as render_plan
+from reconciler.plan.render.github import Place
+from reconciler.plan.render.markdown import LIMIT
 from reconciler.state import ENV_URL, StateStore, open_store
+from reconciler.state.store import RecordedPlan
+
+if TYPE_CHECKING:
+    from compiler.config_diff import ConfigDiff
 
 
 def parser() -> argparse.ArgumentParser:
@@ -51,11 +62,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="save the plan to this file for xce-apply")
     p.add_argument("--format", choices=FORMATS.names, default="text",
                    help="text for a terminal, json for tools, markdown for a pull-request "
-                   "comment (default: text)")
+                   "comment, github for annotations on the site-config lines of what is "
+                   "destroyed or changed (default: text)")
     p.add_argument("--target", action="append", default=[], metavar="ID",
                    help="plan only these entry ids (globs allowed) and what they depend on")
-    p.add_argument("--workdir", type=Path, help="folder of the embedded defaults "
-                   "(default: <site>/.xce)")
+    add_workdir(p, "<site>/.xce")
     p.add_argument("--destroy", action="store_true",
                    help="permit deleting users' data and owned entries in this plan")
     p.add_argument("--state", metavar="PATH|URL",
@@ -66,32 +77,86 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--accept-generation", action="append", default=[], metavar="PROVIDER",
                    help="trust PROVIDER although its inventory generation went down (it was "
                    "replaced or restored on purpose); the state store records the new one")
+    p.add_argument("--record", action="store_true",
+                   help="record the plan in the state store as the plan under review for "
+                   "this config (its desired digest and git commit), for xce-apply "
+                   f"--reviewed; creates <workdir>/{STATE_FILE} when there is no store")
+    p.add_argument("--base", metavar="REV",
+                   help="also show what the config changes against the git revision REV of "
+                   "the site's repository (e.g. origin/main): entries added, removed and "
+                   "changed, and each role's and proxy's opcodes; a CI clone needs REV's "
+                   "commit (fetch-depth: 0)")
     p.add_argument("--full-plan-artifact", metavar="NAME",
                    help="name of the CI artifact that keeps the --out plan file: a truncated "
                    "markdown plan names it as where the full plan is (only when it was saved)")
     return p
 
 
-def _history(state: str | None, workdir: Path) -> AbstractContextManager[StateStore | None]:
-    """The state store, or None when there is none to ask (a plan never creates one).
+def _history(state: str | None, workdir: Path,
+             create: bool = False) -> AbstractContextManager[StateStore | None]:
+    """The state store, or None when there is none to ask (a plan never creates one, but
+    with --record, which keeps the plan in it: ``create``).
 
     It says whether this site was applied: a provider that reports nothing after an apply
     has lost what it held, even when its generation restarted; before any complete apply
     there is nothing of ours to lose (a first apply killed halfway is finished without
     --force). And it holds the providers' generations, so a rollback is noticed."""
     default = workdir / STATE_FILE
-    if state is None and not os.environ.get(ENV_URL) and not default.exists():
+    if not create and state is None and not os.environ.get(ENV_URL) and not default.exists():
         return nullcontext(None)
     return open_store(state, default)
 
 
-def _rendered(plan: Plan, args: argparse.Namespace, saved: bool) -> str:
+def _rendered(plan: Plan, args: argparse.Namespace, saved: bool, limit: int = LIMIT,
+              place: Place | None = None) -> str:
     """The plan in --format; markdown's truncation note names only what exists: the
-    artifact and the plan file when the plan was saved, else neither."""
+    artifact and the plan file when the plan was saved, else neither; github's
+    annotations are on the lines ``place`` finds (none from a compiled map)."""
+    if args.format == "github":
+        return render_github(plan, place)
     if args.format != "markdown":
         return render_plan(plan, args.format, Style.for_stream(sys.stdout))
-    return render_markdown(plan, artifact=args.full_plan_artifact if saved else None,
+    return render_markdown(plan, limit, artifact=args.full_plan_artifact if saved else None,
                            plan_file=str(args.out) if saved else None)
+
+
+def _against(args: argparse.Namespace, site: Path, desired: Desired) -> ConfigDiff | None:
+    """--base REV: the config diff, made before any provider is asked (a base that is not
+    there fails fast)."""
+    if args.base is None:
+        return None
+    if args.desired is not None:
+        parser().error("--base compiles the site folder at REV: give the site folder, not "
+                       "--desired")
+    # imported here: gitpython and the policy compiler, which a plan without --base skips
+    from reconciler.plan.config_base import against_base
+
+    return against_base(site, args.base, args.policies, desired.supply)
+
+
+def _shown(plan: Plan, args: argparse.Namespace, saved: bool,
+           against: ConfigDiff | None, place: Place | None = None) -> str:
+    """The plan in --format, with the config diff beside it when --base asked for one."""
+    if against is None:
+        return _rendered(plan, args, saved, place=place)
+    from reconciler.plan.render.config_diff import beside
+
+    return beside(against, args.format, plan,
+                  lambda limit: _rendered(plan, args, saved, limit, place),
+                  Style.for_stream(sys.stdout))
+
+
+def _recorded(args: argparse.Namespace, workdir: Path, desired: Desired, plan: Plan,
+              origin: Origin, data: bytes | None, problems: list[Problem]) -> RecordedPlan | None:
+    """--record: keep the plan for review, the bytes --out writes (``data`` when saved),
+    before anything is printed, as the save; a blocked plan is not kept (a warning says so)."""
+    if not args.record:
+        return None
+    if plan.blocked:
+        problems.append(reviewed.not_recorded())
+        return None
+    data = data or plan_file_bytes(plan, destroy=args.destroy, origin=origin)
+    return reviewed.record(args.state, workdir / STATE_FILE, desired, data)
 
 
 def _body(argv: list[str] | None) -> int:
@@ -101,9 +166,12 @@ def _body(argv: list[str] | None) -> int:
                        "file: give --out FILE too")
     site = args.site if args.site is not None or args.desired else Path("site-config")
     desired = load_desired(site, args.desired, args.policies)
+    against = _against(args, site, desired)
     workdir = args.workdir or default_workdir(site, args.desired)
     existed = workdir.is_dir()  # before the providers are asked: they make their folders
-    with _history(args.state, workdir) as store:
+    if args.record and args.target:
+        parser().error("--record keeps the plan of the whole config for review: drop --target")
+    with _history(args.state, workdir, create=args.record) as store:
         live = gather(desired, workdir, args.live, store=store, accept=args.accept_generation)
         applied = None if store is None else store.get_applied(desired.supply.site) is not None
         origin = origin_here(None if args.desired else site, args.desired, workdir,
@@ -121,9 +189,12 @@ def _body(argv: list[str] | None) -> int:
     # action's before/after/changes, never printed nor written to CI artifacts.
     shown = redacted(plan, desired.bindings.redactor())
     saved = args.out is not None and not plan.blocked
+    data = None
     if saved:  # before anything is printed: a failure to save leaves one document
-        save_plan(args.out, shown, destroy=args.destroy, origin=origin)
-    sys.stdout.write(_rendered(shown, args, saved))
+        data = save_plan(args.out, shown, destroy=args.destroy, origin=origin)
+    recorded = _recorded(args, workdir, desired, shown, origin, data, problems)
+    place = None if desired.origins is None else desired.origins.place
+    sys.stdout.write(_shown(shown, args, saved, against, place))
     if problems:
         sys.stderr.write(render_problems(problems, err_style))
     # A provider that did not report (or an id two providers report) leaves the plan
@@ -135,6 +206,8 @@ def _body(argv: list[str] | None) -> int:
         policies = "" if args.policies is None else f" --policies {shlex.quote(str(args.policies))}"
         sys.stderr.write(f"Saved the plan to {args.out}; apply it with: "
                          f"xce-apply {shlex.quote(str(args.out))}{policies}\n")
+    if recorded is not None:
+        sys.stderr.write(reviewed.recorded_line(recorded))
     if failed:
         return EXIT_ERROR
     return EXIT_CHANGES if plan.has_changes else EXIT_OK

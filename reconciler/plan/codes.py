@@ -1,4 +1,5 @@
-"""The plan's problem codes (XCE750–XCE779, docs/errors.md "Planner"), in one place.
+"""The plan's problem codes (XCE750–XCE779, docs/errors.md "Planner"; XCE740–XCE749, "Config
+diff"), in one place.
 
 The planner's guards, settings and targets and the plan file report these; the table is
 under ``plan/`` because the plan file must not import the planner. Each code is named once
@@ -30,6 +31,13 @@ SITE_NOT_HERE = "XCE766"
 OTHER_WORKDIR = "XCE767"
 OTHER_STORE = "XCE768"
 PLAN_TOO_OLD = "XCE769"
+# reviewed plans: xce-plan --record, xce-apply --reviewed (reconciler/plan/reviewed.py)
+UNREVIEWED = "XCE770"
+UNREVIEWED_APPLIED = "XCE771"
+NOT_RECORDED = "XCE772"
+# the config diff: xce-plan --base REV (reconciler/plan/config_base.py)
+BASE_NOT_IN_GIT = "XCE740"
+BASE_NOT_FOUND = "XCE741"
 
 FORCE = "re-run with --force if this is intended"
 _REMAKE = "make the plan again with xce-plan --out FILE"
@@ -54,5 +62,12 @@ HINTS = Hints({
     SITE_NOT_HERE: "run xce-apply in the folder the plan was made in (or the same place of "
     "another checkout of the site's repository), or pass --site DIR / --desired FILE",
     PLAN_TOO_OLD: "make the plan again with this xce-gitops: xce-plan --out FILE",
+    UNREVIEWED: "open a pull request so its plan job records the plan, or record one: "
+    "xce-plan SITE --record, then apply again",
+    UNREVIEWED_APPLIED: "to apply only reviewed plans, drop site.unreviewed_apply (its "
+    "default is refuse)",
+    NOT_RECORDED: "fix the guard errors (or plan with --force where that is intended), then "
+    "record the plan again",
+    BASE_NOT_IN_GIT: "run xce-plan in a clone of the site's repository, or leave out --base",
 })
 problem = HINTS.problem

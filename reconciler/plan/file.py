@@ -71,17 +71,19 @@ def stale_entries(plan: Plan, live: SupplyMap, skip: Collection[str] = ()) -> li
 
 
 def plan_file_bytes(plan: Plan, *, destroy: bool, origin: Origin) -> bytes:
+    """What a plan file holds, and what ``xce-plan --record`` keeps in the state store."""
     # The plan JSON carries the desired digest, the revision and the fingerprints.
-    body = {"destroy": destroy, "origin": origin.to_json(), "plan": plan.to_json()}
-    return dumps({"format": FORMAT, "version": FORMAT_VERSION, "digest": digest_of(body),
-                  "body": body})
-
-
-def save_plan(path: str | Path, plan: Plan, *, destroy: bool, origin: Origin) -> None:
-    """Write atomically (temp file + rename) so a crash never leaves half a plan."""
-    target = Path(path)
     with gc_paused():  # a first plan creates every entry: a dict per action, no cycles
-        data = plan_file_bytes(plan, destroy=destroy, origin=origin)
+        body = {"destroy": destroy, "origin": origin.to_json(), "plan": plan.to_json()}
+        return dumps({"format": FORMAT, "version": FORMAT_VERSION, "digest": digest_of(body),
+                      "body": body})
+
+
+def save_plan(path: str | Path, plan: Plan, *, destroy: bool, origin: Origin) -> bytes:
+    """Write atomically (temp file + rename) so a crash never leaves half a plan; returns
+    the bytes written (``xce-plan --record`` keeps the same)."""
+    target = Path(path)
+    data = plan_file_bytes(plan, destroy=destroy, origin=origin)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
@@ -91,13 +93,14 @@ def save_plan(path: str | Path, plan: Plan, *, destroy: bool, origin: Origin) ->
     except OSError as err:
         raise UserError([codes.problem(codes.PLAN_UNWRITABLE, "cannot write the plan file: "
                                        f"{err.strerror}", str(target))]) from err
+    return data
 
 
-def _fail(path: Path, code: str, message: str) -> UserError:
-    return UserError([codes.problem(code, message, str(path))])
+def _fail(label: str | Path, code: str, message: str) -> UserError:
+    return UserError([codes.problem(code, message, str(label))])
 
 
-def _check_header(path: Path, doc: Any) -> Mapping[str, Any]:
+def _check_header(path: str, doc: Any) -> Mapping[str, Any]:
     if not isinstance(doc, Mapping) or doc.get("format") != FORMAT:
         raise _fail(path, codes.NOT_A_PLAN, "not an xce-gitops plan file")
     version = doc.get("version")
@@ -125,6 +128,12 @@ def load_plan(path: str | Path) -> SavedPlan:
     except OSError as err:
         raise _fail(source, codes.PLAN_UNREADABLE,
                     f"cannot read the plan file: {err.strerror}") from err
+    return parse_plan(raw, str(source))
+
+
+def parse_plan(raw: bytes, source: str) -> SavedPlan:
+    """A plan file's bytes, read from a file or from the state store (a plan recorded for
+    review); ``source`` names them in the problems."""
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as err:

@@ -1,11 +1,14 @@
-"""What every in-process provider shares: verb dispatch, op_id dedupe, epoch fencing.
+"""What every in-process provider shares: verb dispatch, op_id dedupe, epoch fencing,
+and the declaration of the optional capabilities it offers.
 
 ``ProviderSkeleton`` answers the protocol once for every in-process provider: the epoch
 check, then the op_id replay, then the change and its record, all inside one transaction
 of the provider's memory (its ``Book``). The built-ins (``BuiltinProvider``) keep that
 memory in an ``OpLedger`` beside them and only say what they hold (``inventory``) and how to
 change one entry (``create``/``update``/``delete``); the controller map keeps it in the
-map file itself, so a change and its op_id commit together.
+map file itself, so a change and its op_id commit together. A provider lists what it
+offers in ``offers`` (``reconciler.protocol.Offer``); a request for anything else is
+refused with ``UNIMPLEMENTED`` before it reaches the provider's code.
 """
 
 from __future__ import annotations
@@ -21,14 +24,37 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from compiler.canonical import digest_of
 from compiler.supply_map import Entry, entries_json
-from reconciler.protocol import VERBS, ErrorCode, ProviderError, Reply, Request
+from reconciler.protocol import (
+    OPTIONAL,
+    OPTIONAL_VERBS,
+    VERBS,
+    Capabilities,
+    ErrorCode,
+    Offer,
+    ProviderError,
+    Reply,
+    Request,
+)
 from reconciler.providers.names import request_id
 from reconciler.providers.opledger import OpLedger
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-MUTATING = ("create", "update", "delete")
+MUTATING = ("create", "update", "delete", *OPTIONAL_VERBS)
+TAGGING = ("create", "update", "expand")  # verbs that change what an entry is: its owner asked
+
+# Why a built-in does not offer an optional capability, unless it says more itself.
+NOT_OFFERED = {
+    "publish": "it keeps no record of which hosts use what it holds; hosts reach it "
+               "through site-config (the host groups that mount a volume or read a cache)",
+    "expand": "what it holds has the size site-config gives it: a new amount is an update",
+    "snapshot": "it holds no volume to copy at a point in time: records (the controller "
+                "map) need none, and an immutable dataset copy has its next version instead",
+    "topology": "it does not know where its supply sits in the site's topology; site-config "
+                "says that (the hosts' racks and switches)",
+}
+assert set(NOT_OFFERED) == set(OPTIONAL)
 
 # Live entries a provider reports were made (or found) by a provider, not written in config.
 LIVE_SOURCE = "provisioner"
@@ -64,10 +90,12 @@ def fingerprint(request: Request) -> str:
     The owner counts: it is tagged on what the change makes, so replaying one owner's
     reply to another would name the wrong owner.
     """
+    doc: dict[str, Any] = {"verb": request.verb, "owner": request.owner,
+                           "params": dict(request.params)}
+    if request.topology is not None:  # absent otherwise: older fingerprints stay the same
+        doc["topology"] = request.topology.to_json()
     try:
-        return digest_of(
-            {"verb": request.verb, "owner": request.owner, "params": dict(request.params)}
-        )
+        return digest_of(doc)
     except TypeError:
         raise ProviderError(ErrorCode.INVALID_ARGUMENT, "params must be plain JSON") from None
 
@@ -95,7 +123,9 @@ class ProviderSkeleton(ABC, Generic[BookT]):
 
     kind: ClassVar[str]
     version: ClassVar[str] = "1"
-    capabilities: ClassVar[tuple[str, ...]]
+    capabilities: ClassVar[tuple[str, ...]]  # the entry kinds it holds
+    offers: ClassVar[Mapping[str, Offer]] = {}  # optional capabilities (protocol.OPTIONAL)
+    unsupported: ClassVar[Mapping[str, str]] = {}  # why not, beyond NOT_OFFERED
 
     def __init__(self, name: str, params: BaseModel, workdir: Path) -> None:
         self.name = name
@@ -125,6 +155,11 @@ class ProviderSkeleton(ABC, Generic[BookT]):
     def probe(self) -> dict[str, Any]:
         return {"ready": True}
 
+    def declared(self) -> Capabilities:
+        reasons = {cap: self.unsupported.get(cap, NOT_OFFERED[cap])
+                   for cap in OPTIONAL if cap not in self.offers}
+        return Capabilities(self.name, self.offers, reasons)
+
     # --- the protocol ------------------------------------------------------------------
 
     def handle(self, request: Request) -> Reply:
@@ -139,14 +174,11 @@ class ProviderSkeleton(ABC, Generic[BookT]):
         verb = request.verb
         if not isinstance(request.params, Mapping):
             raise ProviderError(ErrorCode.INVALID_ARGUMENT, "params must be an object")
+        declared = self.declared()
         if verb == "info":
-            return {
-                "name": self.name,
-                "kind": self.kind,
-                "version": self.version,
-                "capabilities": list(self.capabilities),
-                "verbs": list(VERBS),
-            }
+            return {"name": self.name, "kind": self.kind, "version": self.version,
+                    "capabilities": list(self.capabilities), **declared.info_json()}
+        declared.check(request)  # an optional capability not offered: UNIMPLEMENTED
         if verb == "probe":
             return self.probe()
         if verb == "inventory":
@@ -229,11 +261,14 @@ class BuiltinProvider(ProviderSkeleton[OpLedger]):
         return {"generation": generation, "complete": True, "entries": docs}
 
     def change(self, book: OpLedger, request: Request) -> dict[str, Any]:
+        """Make the change and keep owner tags: a publish leaves its entry's owner as it is."""
         made: ChangeMade = getattr(self, request.verb)(request.params)
         entry = made.entry
         if request.verb == "delete":
             book.untag(request_id(request.params))
-        elif entry is not None and request.owner:
+        elif entry is not None and request.verb in TAGGING and request.owner:
             book.tag(entry.id, request.owner)
             entry = replace(entry, owner=request.owner)
+        elif entry is not None and request.verb not in TAGGING:
+            entry = replace(entry, owner=book.tags().get(entry.id))
         return {"entry": entry.to_json() if entry is not None else None, **made.details}

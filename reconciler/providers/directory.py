@@ -6,7 +6,9 @@ with the embedded defaults). A volume root is root-owned with the spec's mode; e
 ``chown``, it records the intended owner instead (``directory_owners``); quotas are per
 user or project (N8); ``update`` with ``params.action = "cleanup"`` removes job
 directories in which nothing changed within the volume's retention (N14,
-``directory_cleanup``). No step ever follows a symbolic link (see ``safe_fs``).
+``directory_cleanup``). Of the optional capabilities (R4) it offers ``expand`` (grow a
+quota) and ``publish`` of a user directory, read-write or read-only, the latter enforced
+on the files (``directory_publish``). No step ever follows a symbolic link (``safe_fs``).
 """
 
 from __future__ import annotations
@@ -16,15 +18,30 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from compiler.model.provider_params import DirectoryParams
 from compiler.supply_map import Entry
-from reconciler.protocol import ErrorCode, ProviderError
+from reconciler.protocol import (
+    ACCESS_MODES,
+    ErrorCode,
+    ExpandParams,
+    Offer,
+    ProviderError,
+    PublishParams,
+)
 from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, ChangeMade
 from reconciler.providers.directory_cleanup import Cleaner
 from reconciler.providers.directory_owners import Names, give, not_applied
+from reconciler.providers.directory_publish import (
+    READ_ONLY,
+    WRITE_BITS,
+    held_mode,
+    publish_dir,
+    unpublish_dir,
+)
 from reconciler.providers.directory_quota import quota_command
 from reconciler.providers.directory_state import DirectoryState, Quota, Volume
 from reconciler.providers.names import (
@@ -53,6 +70,15 @@ OBSERVED_SPEC = frozenset({"path", "mode", "owner", "group", "retention"})  # fr
 Putter = Callable[[list[str], Mapping[str, Any], bool], ChangeMade]
 
 
+@dataclass(frozen=True, slots=True)
+class DirRecords:
+    """What the state says of a volume's user directories, read once per inventory."""
+
+    pending: Mapping[str, str]  # user -> the owner it waits for
+    published: Mapping[str, Mapping[str, str]]  # user -> {location: access}
+    taken: Mapping[str, int]  # user -> write bits a read-only publish took from its top
+
+
 def path_parts(path: object) -> list[str]:
     """``/shared/vol`` → ``["shared", "vol"]``, every component path-safe."""
     if not isinstance(path, str) or not path.strip("/"):
@@ -76,6 +102,18 @@ def declared_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
 class DirectoryProvider(BuiltinProvider):
     kind = "directory"
     capabilities = tuple(KINDS)
+    offers: ClassVar[Mapping[str, Offer]] = {
+        "expand": Offer(("quota", "volume-dir")),
+        "publish": Offer(("volume-dir",), ACCESS_MODES),
+    }
+    unsupported: ClassVar[Mapping[str, str]] = {
+        "snapshot": "a directory tree on a plain filesystem has no point-in-time copy: one "
+                    "copied file by file while jobs write is no snapshot; it needs a "
+                    "filesystem that takes them (ZFS, Btrfs, GPFS filesets)",
+        "topology": "a shared volume is one filesystem, reachable wherever it is mounted; "
+                    "which host groups mount it is site-config's (mounted_by), not something "
+                    "the tree can show",
+    }
     clock: Callable[[], float] = staticmethod(time.time)  # what "now" is to the retention
 
     def __init__(self, name: str, params: DirectoryParams, workdir: Path) -> None:
@@ -122,14 +160,16 @@ class DirectoryProvider(BuiltinProvider):
 
     @contextmanager
     def existing_root(self, vol: Volume) -> Iterator[int]:
-        """The root of a volume that user directories and quotas need to exist already."""
-        try:
-            with self.volume_root(vol) as fd:
-                yield fd
-        except ProviderError as err:
-            if err.code is ErrorCode.NOT_FOUND:
-                raise refused(f"volume {vol.name!r}: {err.message}; create it first") from None
-            raise
+        """The root of a volume that user directories and quotas need to exist already
+        (a missing root is FAILED_PRECONDITION; a NOT_FOUND of what is below stays one)."""
+        with contextlib.ExitStack() as stack:
+            try:
+                fd = stack.enter_context(self.volume_root(vol))
+            except ProviderError as err:
+                if err.code is ErrorCode.NOT_FOUND:
+                    raise refused(f"volume {vol.name!r}: {err.message}; create it first") from None
+                raise
+            yield fd
 
     def probe(self) -> dict[str, Any]:
         try:
@@ -146,9 +186,9 @@ class DirectoryProvider(BuiltinProvider):
             try:
                 with self.volume_root(vol) as fd:
                     entries.append(self.volume_entry(vol, fd, names))
-                    pending = self.state.pending_owners(vol.name)
+                    records = self.records(vol.name)
                     entries.extend(
-                        self.dir_entry(vol, user, st, pending, names)
+                        self.dir_entry(vol, user, st, records, names)
                         for user, st in subdirs(fd)
                         if is_safe_name(user)
                     )
@@ -177,15 +217,26 @@ class DirectoryProvider(BuiltinProvider):
             spec={**(declared.get("spec") or {}), **spec},
         )
 
+    def records(self, volume: str, pending: Mapping[str, str] | None = None) -> DirRecords:
+        return DirRecords(self.state.pending_owners(volume) if pending is None else pending,
+                          self.state.publications(volume), self.state.frozen_tops(volume))
+
     def dir_entry(
-        self, vol: Volume, user: str, st: os.stat_result, pending: Mapping[str, str],
-        names: Names,
+        self, vol: Volume, user: str, st: os.stat_result, records: DirRecords, names: Names,
     ) -> Entry:
+        """A user directory as it is; while published read-only, with the mode it will
+        have again once unpublished, and whether the freeze still holds at its top."""
+        pending, pubs = records.pending, records.published.get(user, {})
         spec: dict[str, Any] = {"path": f"{vol.path.rstrip('/')}/{user}",
-                                "mode": mode_text(st.st_mode), "owner": names.user(st.st_uid)}
+                                "mode": mode_text(st.st_mode | records.taken.get(user, 0)),
+                                "owner": names.user(st.st_uid)}
         if user in pending and names.still_pending(st, pending[user]):
             spec["owner"] = pending[user]
             spec["owner_applied"] = False
+        if pubs:
+            spec["published"] = [{"location": loc, "access": pubs[loc]} for loc in sorted(pubs)]
+        if READ_ONLY in pubs.values() and st.st_mode & WRITE_BITS:
+            spec["read_only_intact"] = False
         return Entry(
             id=f"volume-dir/{vol.name}/{user}", kind="volume-dir", state="available",
             source=LIVE_SOURCE, provider=self.name, spec=spec,
@@ -279,15 +330,16 @@ class DirectoryProvider(BuiltinProvider):
                     os.mkdir(user, 0o700, dir_fd=root_fd)
             fd = open_dir_at(root_fd, user, shown)
             try:
-                os.fchmod(fd, mode)
+                os.fchmod(fd, held_mode(self.state, vname, user, fd, mode))
                 why = give(fd, owner)
                 names = Names()
                 if why is not None:
                     left_with = names.user(os.fstat(fd).st_uid)
                     details["warnings"] = [not_applied(shown, left_with, why)]
                 self.state.set_pending_owner(vname, user, None if why is None else owner)
-                pending = {} if why is None else {user: owner}
-                return ChangeMade(self.dir_entry(vol, user, os.fstat(fd), pending, names), details)
+                records = self.records(vname, {} if why is None else {user: owner})
+                return ChangeMade(self.dir_entry(vol, user, os.fstat(fd), records, names),
+                                  details)
             finally:
                 os.close(fd)
 
@@ -328,12 +380,25 @@ class DirectoryProvider(BuiltinProvider):
                 self.state.drop_quota(vol.name, scope, subject)
                 removed = True
         elif vol is not None and kind == "volume-dir":
+            self._not_published(vol, eid, parts[1])
             removed = self._remove([*path_parts(vol.path), parts[1]], destroy)
             self.state.set_pending_owner(vol.name, parts[1], None)
         elif vol is not None:
+            self._not_published(vol, eid)
             removed = self._remove(path_parts(vol.path), destroy)
             self.state.drop_volume(vol.name)
         return ChangeMade(None, {"deleted": eid, "already_absent": not removed})
+
+    def _not_published(self, vol: Volume, eid: str, user: str | None = None) -> None:
+        """Refuse to delete what is published (as CSI refuses a published volume's delete)."""
+        pubs = self.state.publications(vol.name)
+        if user is not None and pubs.get(user):
+            raise refused(f"{eid} is published to {', '.join(sorted(pubs[user]))}; unpublish "
+                          "it before deleting it")
+        if user is None and pubs:
+            where = ", ".join(f"{u} to {loc}" for u in sorted(pubs) for loc in sorted(pubs[u]))
+            raise refused(f"{eid} holds published user directories ({where}); unpublish them "
+                          "before deleting it")
 
     def _remove(self, parts: list[str], destroy: bool) -> bool:
         """Remove ``<base>/<parts…>``: False when it (or its parent) is already gone."""
@@ -353,8 +418,86 @@ class DirectoryProvider(BuiltinProvider):
         ttl = spec.get("retention", vol.retention)
         if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
             raise refused(f"volume {vol.name!r} has no retention (spec.retention seconds)")
-        cleaner = Cleaner(self.state, vol.name, self.clock(), ttl)
+        frozen = {user for user, pubs in self.state.publications(vol.name).items()
+                  if READ_ONLY in pubs.values()}
+        cleaner = Cleaner(self.state, vol.name, self.clock(), ttl, frozen)
         with self.existing_root(vol) as root_fd:
             cleaner.run(root_fd)
             entry = self.volume_entry(vol, root_fd, Names())
         return ChangeMade(entry, cleaner.report())
+
+    # --- optional capabilities (R4) -------------------------------------------------------
+
+    def expand(self, params: Mapping[str, Any]) -> ChangeMade:
+        """Grow a quota to at least ``required_bytes`` (``volume-dir/<v>/<user>``: that
+        user's quota on the volume); never shrink it. Runs the quota tool like any change."""
+        req = ExpandParams.from_params(params)
+        kind, parts = id_parts(req.id, {"quota": 3, "volume-dir": 2})
+        vname, scope, subject = parts if kind == "quota" else (parts[0], "user", parts[1])
+        vol = self.known_volume(vname)
+        qid = f"quota/{vname}/{scope}/{subject}"
+        if kind == "volume-dir":
+            with self._user_dir(vol, subject):
+                pass  # it must exist (NOT_FOUND) and be a directory, not a link
+        quota = self.state.quota(vname, scope, subject)
+        if quota is None:
+            raise ProviderError(ErrorCode.NOT_FOUND, f"{qid} is not set: there is no limit to "
+                                f"grow; create {qid} first")
+        if quota.limit == 0:
+            raise refused(f"{qid} is 0, which quota tools read as no limit; set a limit with "
+                          "an update instead")
+        if req.limit_bytes is not None and quota.limit > req.limit_bytes:
+            raise invalid(f"{qid} is already {quota.limit} bytes, above limit_bytes "
+                          f"{req.limit_bytes}; expand never shrinks (an update does)")
+        grown = quota.limit < req.required_bytes
+        if grown:
+            room = self.capacity({"id": f"volume/{vname}"})["total"]
+            room = vol.declared.get("amount") or room
+            if req.required_bytes > room:
+                raise ProviderError(ErrorCode.RESOURCE_EXHAUSTED,
+                                    f"{qid} cannot grow to {req.required_bytes} bytes: volume "
+                                    f"{vname!r} holds {room}")
+            self._run_quota(vol, scope, subject, req.required_bytes)
+            quota = Quota(vname, scope, subject, req.required_bytes)
+            self.state.put_quota(quota)
+        return ChangeMade(self.quota_entry(quota, vol), {
+            "capacity_bytes": quota.limit, "expanded": grown, "node_expansion_required": False})
+
+    def publish(self, params: Mapping[str, Any]) -> ChangeMade:
+        req = PublishParams.from_params(params, "publish")
+        vol, user = self._user_of(req.id)
+        with self._user_dir(vol, user) as (fd, shown):
+            details = publish_dir(self.state, vol, user, fd, req, shown)
+            return ChangeMade(self._dir_now(vol, user, fd), details)
+
+    def unpublish(self, params: Mapping[str, Any]) -> ChangeMade:
+        """Remove a publication; one that is not there, or whose directory is gone, is no
+        error (as in CSI)."""
+        req = PublishParams.from_params(params, "unpublish")
+        vol, user = self._user_of(req.id)
+        try:
+            with self._user_dir(vol, user) as (fd, shown):
+                details = unpublish_dir(self.state, vol, user, fd, req.location, shown)
+                return ChangeMade(self._dir_now(vol, user, fd), details)
+        except ProviderError as err:
+            if err.code is not ErrorCode.NOT_FOUND:
+                raise
+        return ChangeMade(None, unpublish_dir(self.state, vol, user, None, req.location, ""))
+
+    def _user_of(self, target: str) -> tuple[Volume, str]:
+        _, (vname, user) = id_parts(target, {"volume-dir": 2})
+        return self.known_volume(vname), user
+
+    @contextmanager
+    def _user_dir(self, vol: Volume, user: str) -> Iterator[tuple[int, str]]:
+        """``<root>/<user>`` opened without following a link, and its name for messages."""
+        shown = str(self.base.joinpath(*path_parts(vol.path), user))
+        with self.existing_root(vol) as root_fd:
+            fd = open_dir_at(root_fd, user, shown)
+            try:
+                yield fd, shown
+            finally:
+                os.close(fd)
+
+    def _dir_now(self, vol: Volume, user: str, fd: int) -> Entry:
+        return self.dir_entry(vol, user, os.fstat(fd), self.records(vol.name), Names())

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -119,9 +120,11 @@ class Tally:
 class Cleaner:
     """One clean-up of one volume: what it removed, kept and skipped, and why."""
 
-    def __init__(self, state: DirectoryState, volume: str, now: float, ttl: int) -> None:
+    def __init__(self, state: DirectoryState, volume: str, now: float, ttl: int,
+                 frozen: Collection[str] = ()) -> None:
         self.state = state
         self.volume = volume
+        self.frozen = frozen  # user directories published read-only: nothing in them goes
         self.ttl = ttl
         self.cutoff = now - ttl
         self.removed, self.kept, self.skipped = Tally(), Tally(), Tally()
@@ -150,7 +153,12 @@ class Cleaner:
                 self.skipped.add(user, reason=f"kept: {user} cannot be listed ({err.strerror})")
                 return
             for job, st in jobs:
-                if changed(st) < self.cutoff and (user, job) not in self.settled:
+                if changed(st) >= self.cutoff or (user, job) in self.settled:
+                    continue
+                if user in self.frozen:
+                    self.skipped.add(f"{user}/{job}", reason=f"kept: {user} is published "
+                                     "read-only (unpublish it to clean it up)")
+                else:
                     self._job(user_fd, user, job)
             self.vanished += len(gone)
         finally:

@@ -4,8 +4,10 @@ The tree itself is the truth for volumes and user directories; this file only ke
 what the tree cannot say: which volumes (path, retention) the provider manages, which
 volume roots and user directories still wait for an owner it could not give them
 (``directory_owners``), the quota limits it has set (the ``ledger`` quota backend
-*is* this table), and the job directories a clean-up has renamed aside but not yet
-settled (``directory_cleanup``), so that a clean-up killed halfway is finished next time.
+*is* this table), the job directories a clean-up has renamed aside but not yet
+settled (``directory_cleanup``), so that a clean-up killed halfway is finished next time,
+and the publications of user directories with the write bits a read-only publish took
+away (``directory_publish``), recorded before they are taken, so that none is lost.
 """
 
 from __future__ import annotations
@@ -34,6 +36,14 @@ CREATE TABLE IF NOT EXISTS quotas (
 CREATE TABLE IF NOT EXISTS cleanup_asides (
     volume TEXT NOT NULL, user TEXT NOT NULL, aside TEXT NOT NULL, job TEXT NOT NULL,
     removing_since REAL, PRIMARY KEY (volume, user, aside)
+);
+CREATE TABLE IF NOT EXISTS publications (
+    volume TEXT NOT NULL, user TEXT NOT NULL, location TEXT NOT NULL, access TEXT NOT NULL,
+    PRIMARY KEY (volume, user, location)
+);
+CREATE TABLE IF NOT EXISTS frozen (
+    volume TEXT NOT NULL, user TEXT NOT NULL, path TEXT NOT NULL, dev INTEGER NOT NULL,
+    ino INTEGER NOT NULL, bits INTEGER NOT NULL, PRIMARY KEY (volume, user, path)
 );
 """
 
@@ -66,6 +76,17 @@ class Aside:
     job: str
     # Set once the clean-up decided to remove it: the newest change it found (seconds).
     removing_since: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Frozen:
+    """A directory or file of a user directory (``path`` relative to it, ``""`` for the
+    directory itself) whose write ``bits`` a read-only publish took away."""
+
+    path: str
+    dev: int
+    ino: int
+    bits: int
 
 
 class DirectoryState:
@@ -102,6 +123,8 @@ class DirectoryState:
             db.execute("DELETE FROM pending_roots WHERE volume = ?", (name,))
             db.execute("DELETE FROM quotas WHERE volume = ?", (name,))
             db.execute("DELETE FROM cleanup_asides WHERE volume = ?", (name,))
+            db.execute("DELETE FROM publications WHERE volume = ?", (name,))
+            db.execute("DELETE FROM frozen WHERE volume = ?", (name,))
 
     def pending_owners(self, volume: str) -> dict[str, str]:
         """user directory -> the owner it should have but could not be given yet."""
@@ -193,6 +216,57 @@ class DirectoryState:
                 "DELETE FROM cleanup_asides WHERE volume = ? AND user = ? AND aside = ?",
                 (aside.volume, aside.user, aside.aside),
             )
+
+    def publications(self, volume: str) -> dict[str, dict[str, str]]:
+        """user directory -> {location: access} of its publications."""
+        with self._store.read() as db:
+            rows = db.execute("SELECT user, location, access FROM publications WHERE volume = ?",
+                              (volume,)).fetchall()
+        out: dict[str, dict[str, str]] = {}
+        for user, location, access in rows:
+            out.setdefault(user, {})[location] = access
+        return out
+
+    def put_publication(self, volume: str, user: str, location: str, access: str) -> None:
+        with self._store.write() as db:
+            db.execute("INSERT OR REPLACE INTO publications (volume, user, location, access) "
+                       "VALUES (?, ?, ?, ?)", (volume, user, location, access))
+
+    def drop_publication(self, volume: str, user: str, location: str | None = None) -> None:
+        """Forget one publication of a user directory (every one without ``location``)."""
+        with self._store.write() as db:
+            db.execute("DELETE FROM publications WHERE volume = ? AND user = ? "
+                       "AND (? IS NULL OR location = ?)", (volume, user, location, location))
+
+    def frozen(self, volume: str, user: str) -> list[Frozen]:
+        """What a read-only publish took from ``user``'s directory, item by item."""
+        with self._store.read() as db:
+            rows = db.execute("SELECT path, dev, ino, bits FROM frozen WHERE volume = ? AND "
+                              "user = ? ORDER BY path", (volume, user)).fetchall()
+        return [Frozen(*row) for row in rows]
+
+    def frozen_tops(self, volume: str) -> dict[str, int]:
+        """user -> the write bits a read-only publish took from the top of its directory."""
+        with self._store.read() as db:
+            return dict(db.execute(
+                "SELECT user, bits FROM frozen WHERE volume = ? AND path = ''", (volume,)))
+
+    def put_frozen(self, volume: str, user: str, items: list[Frozen], merge: bool = True) -> None:
+        """Record bits about to be taken. ``merge`` adds them to those already recorded for
+        the same file (a publish repeated after its owner gave some back); otherwise they
+        replace them (the directory's mode changed by an update)."""
+        keep = "CASE WHEN ? AND dev = excluded.dev AND ino = excluded.ino THEN bits ELSE 0 END"
+        with self._store.write() as db:
+            db.executemany(
+                "INSERT INTO frozen (volume, user, path, dev, ino, bits) VALUES (?, ?, ?, ?, ?, ?)"
+                f" ON CONFLICT (volume, user, path) DO UPDATE SET bits = ({keep}) | excluded.bits,"
+                " dev = excluded.dev, ino = excluded.ino",
+                [(volume, user, f.path, f.dev, f.ino, f.bits, merge) for f in items],
+            )
+
+    def drop_frozen(self, volume: str, user: str) -> None:
+        with self._store.write() as db:
+            db.execute("DELETE FROM frozen WHERE volume = ? AND user = ?", (volume, user))
 
     def close(self) -> None:
         self._store.close()

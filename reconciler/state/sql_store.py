@@ -39,6 +39,8 @@ from reconciler.state.store import (
     Lock,
     OpStatus,
     PlannedOp,
+    RecordedPlan,
+    ReviewStatus,
     Run,
     RunStatus,
     notification_lock,
@@ -52,6 +54,9 @@ _JOURNAL_COLUMNS = (
     "op_id, run_id, action, entry_id, provider, status, attempts, error, started, finished, result"
 )
 _JOURNAL_J = ", ".join(f"j.{c.strip()}" for c in _JOURNAL_COLUMNS.split(","))
+_REVIEW_COLUMNS = (
+    "site, desired_digest, git_commit, recorded_at, status, applied_at, applied_commit"
+)
 # a string prefix test both databases run alike (LIKE would treat '_' and '%' in it as patterns)
 _STARTS_WITH = "substr({column}, 1, ?) = ?"
 # which rows an outcome may change besides 'done' ones (never changed): see journal_finish
@@ -572,6 +577,64 @@ class SqlStore:
             )
         return [DriftRecord(s, _time(at), orjson.loads(counts)) for s, at, counts in rows]
 
+    # -- plans recorded for review -----------------------------------------------------
+
+    @_reconnecting
+    def record_plan(self, site: str, desired_digest: str, commit: str,
+                    plan: bytes) -> RecordedPlan:
+        with self._write() as now:
+            self._execute(
+                f"INSERT INTO reviewed_plans ({_REVIEW_COLUMNS}, plan) "
+                "VALUES (?, ?, ?, ?, 'pending', NULL, NULL, ?) "
+                "ON CONFLICT (site, desired_digest, git_commit) DO UPDATE SET "
+                "recorded_at = excluded.recorded_at, plan = excluded.plan, status = 'pending', "
+                "applied_at = NULL, applied_commit = NULL",
+                site, desired_digest, commit, now, plan,
+            )
+        return RecordedPlan(site, desired_digest, commit, _time(now), ReviewStatus.PENDING)
+
+    @_reconnecting
+    def pending_plan(self, site: str,
+                     desired_digest: str) -> tuple[RecordedPlan, bytes] | None:
+        with self._transaction(write=False):
+            rows = self._query(
+                f"SELECT {_REVIEW_COLUMNS}, plan FROM reviewed_plans WHERE site = ? AND "
+                "desired_digest = ? AND status = 'pending' "
+                "ORDER BY recorded_at DESC, git_commit LIMIT 1",
+                site, desired_digest,
+            )
+        return (_to_review(rows[0]), bytes(rows[0][-1])) if rows else None
+
+    @_reconnecting
+    def pending_plans(self, site: str, limit: int = 20) -> list[RecordedPlan]:
+        with self._transaction(write=False):
+            rows = self._query(
+                f"SELECT {_REVIEW_COLUMNS} FROM reviewed_plans WHERE site = ? AND "
+                "status = 'pending' ORDER BY recorded_at DESC, git_commit LIMIT ?",
+                site, limit,
+            )
+        return [_to_review(row) for row in rows]
+
+    @_reconnecting
+    def mark_plan_applied(self, site: str, desired_digest: str, commit: str,
+                          applied_commit: str) -> RecordedPlan:
+        key = (site, desired_digest, commit)
+        with self._write() as now:
+            if not self._execute(
+                "UPDATE reviewed_plans SET status = 'applied', applied_at = ?, "
+                "applied_commit = ? WHERE site = ? AND desired_digest = ? AND git_commit = ?",
+                now, applied_commit, *key,
+            ):
+                raise LookupError(f"no plan recorded for review for {key!r}")
+            self._execute(
+                "UPDATE reviewed_plans SET status = 'superseded' WHERE site = ? AND "
+                "desired_digest = ? AND git_commit <> ? AND status = 'pending'",
+                *key,
+            )
+            rows = self._query(f"SELECT {_REVIEW_COLUMNS} FROM reviewed_plans WHERE site = ? "
+                               "AND desired_digest = ? AND git_commit = ?", *key)
+        return _to_review(rows[0])
+
     # -- the drift ledger (statements in reconciler/state/ledger.py) -------------------
 
     def record_drift(self, site: str, counts: Mapping[str, int], seen: Iterable[DriftSeen] = (),
@@ -667,6 +730,12 @@ def _padded(generation: int) -> str:
     if not 0 <= generation < 2**64:
         raise ValueError(f"a generation is a whole number from 0 to 2**64-1, not {generation}")
     return f"{generation:020d}"
+
+
+def _to_review(row: Row) -> RecordedPlan:
+    site, digest, commit, recorded, status, applied_at, applied_commit = row[:7]
+    return RecordedPlan(site, digest, commit, _time(recorded), ReviewStatus(status),
+                        _maybe_time(applied_at), applied_commit)
 
 
 def _to_lock(row: Row) -> Lock:

@@ -100,6 +100,29 @@ class Applied:
     applied: datetime
 
 
+class ReviewStatus(StrEnum):
+    """Where a plan recorded for review stands: ``superseded`` once another plan of the same
+    site and desired digest was applied."""
+
+    PENDING = "pending"
+    APPLIED = "applied"
+    SUPERSEDED = "superseded"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedPlan:
+    """A plan recorded for review (``xce-plan --record``), without its bytes: keyed by site,
+    desired digest and git commit (``""`` when the site is not in git)."""
+
+    site: str
+    desired_digest: str
+    commit: str
+    recorded_at: datetime
+    status: ReviewStatus
+    applied_at: datetime | None = None
+    applied_commit: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class DriftRecord:
     """One recorded drift run of a site: when, and how many findings of each kind."""
@@ -289,6 +312,28 @@ class StateStore(Protocol):
 
     def drift_history(self, site: str, limit: int = 50) -> list[DriftRecord]:
         """Most recent first."""
+        ...
+
+    # -- plans recorded for review (docs/apply.md, "Reviewed plans") ------------------
+    def record_plan(self, site: str, desired_digest: str, commit: str,
+                    plan: bytes) -> RecordedPlan:
+        """Keep ``plan`` (the plan file's bytes) as pending for review; the same key
+        recorded again replaces the plan, pending again."""
+        ...
+
+    def pending_plan(self, site: str,
+                     desired_digest: str) -> tuple[RecordedPlan, bytes] | None:
+        """The newest pending plan of ``site`` for ``desired_digest``, with its bytes."""
+        ...
+
+    def pending_plans(self, site: str, limit: int = 20) -> list[RecordedPlan]:
+        """The pending plans of ``site``, newest first (what a refusal lists)."""
+        ...
+
+    def mark_plan_applied(self, site: str, desired_digest: str, commit: str,
+                          applied_commit: str) -> RecordedPlan:
+        """Mark that plan applied (at ``applied_commit``); the other pending plans of the
+        same site and digest become superseded. LookupError when it is not recorded."""
         ...
 
     # -- the drift ledger (docs/drift.md, "The drift ledger") -------------------------

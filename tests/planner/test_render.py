@@ -158,7 +158,7 @@ def test_unknown_format_is_refused() -> None:
         render_plan(_big_plan(1), "yaml")
     [problem] = err.value.problems
     assert (problem.code, problem.message) == ("XCE007", "unknown plan format 'yaml'")
-    assert problem.hint == "use one of: text, json, markdown"
+    assert problem.hint == "use one of: text, json, markdown, github"
 
 
 def test_markdown_caps_a_flood_of_guard_problems() -> None:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reconciler.protocol import ErrorCode, TopologyRequirement
 from reconciler.providers.dataset_digest import dataset_digest
 from reconciler.providers.registry import open_provider
 from reconciler.transports import Transport
-from tests.helpers import ok
+from tests.helpers import call, ok
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).with_name("notes_provider.py")
@@ -40,21 +43,63 @@ def notes_binding(
     return {"kind": kind, "command": command, "timeout": timeout}
 
 
+Exercise = Callable[[Transport], None]
+
+
 @dataclass
 class Subject:
-    """A provider under test and a way to make distinct entries it can create."""
+    """A provider under test, a way to make distinct entries it can create, and for each
+    optional capability it declares, a check that it works (the suite requires one)."""
 
     name: str
     transport: Transport
     sample: Callable[[int], dict[str, Any]]
+    optional: Mapping[str, Exercise] = field(default_factory=dict)
+
+
+def write_bits(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode) & 0o222
 
 
 def directory_subject(tmp_path: Path) -> Subject:
     t = open_provider("shared-fs", {"kind": "directory", "params": {}}, tmp_path)
     volume = {"id": "volume/shared", "spec": {"path": "/shared", "mode": "0755"}}
     ok(t, "create", op_id="setup", owner=OWNER, params={"entry": volume})
-    return Subject("shared-fs", t, lambda i: {
-        "id": f"volume-dir/shared/user{i}", "spec": {"mode": "0700", "owner": "nobody"}})
+
+    def sample(i: int) -> dict[str, Any]:
+        return {"id": f"volume-dir/shared/user{i}", "spec": {"mode": "0700", "owner": "nobody"}}
+
+    def publish(t: Transport) -> None:
+        """A read-only publish takes every write bit, its unpublish gives them back."""
+        ok(t, "create", op_id="p0", epoch=1, owner=OWNER, params={"entry": sample(7)})
+        data = tmp_path / "fs" / "shared" / "user7" / "out.txt"
+        data.write_text("results\n")
+        os.chmod(data, 0o664)
+        where = {"id": sample(7)["id"], "location": "group/gpu"}
+        done = ok(t, "publish", op_id="p1", epoch=1, owner=OWNER,
+                  params={**where, "access": "read-only"})
+        assert done["context"] == {"path": "/shared/user7", "readonly": True}
+        assert (write_bits(data), write_bits(data.parent)) == (0, 0)
+        assert inventory(t)[sample(7)["id"]]["spec"]["published"] == [
+            {"location": "group/gpu", "access": "read-only"}]
+        ok(t, "unpublish", op_id="p2", epoch=1, owner=OWNER, params=where)
+        assert (write_bits(data), write_bits(data.parent)) == (0o220, 0o200)
+        assert "published" not in inventory(t)[sample(7)["id"]]["spec"]
+
+    def expand(t: Transport) -> None:
+        """A quota grows to the size asked for, and never shrinks."""
+        quota = "quota/shared/user/user8"
+        ok(t, "create", op_id="x0", epoch=1, owner=OWNER,
+           params={"entry": {"id": quota, "amount": 1000}})
+        grown = ok(t, "expand", op_id="x1", epoch=1, owner=OWNER,
+                   params={"id": quota, "required_bytes": 4096})
+        assert (grown["capacity_bytes"], grown["expanded"]) == (4096, True)
+        kept = ok(t, "expand", op_id="x2", epoch=1, owner=OWNER,
+                  params={"id": quota, "required_bytes": 10})
+        assert (kept["capacity_bytes"], kept["expanded"]) == (4096, False)
+        assert inventory(t)[quota]["amount"] == 4096
+
+    return Subject("shared-fs", t, sample, {"publish": publish, "expand": expand})
 
 
 def dataset_subject(tmp_path: Path) -> Subject:
@@ -78,10 +123,25 @@ def controller_map_subject(tmp_path: Path) -> Subject:
         "id": f"license/lic{i}@site", "kind": "license", "location": "site", "amount": 10 + i})
 
 
+def notes_topology(t: Transport) -> None:
+    """A note is made where the request's topology allows and prefers, and reported there."""
+    wish = TopologyRequirement(requisite=({"switch": "s1"},), preferred=({"rack": "r2"},))
+    ok(t, "create", op_id="t1", epoch=1, owner=OWNER, topology=wish,
+       params={"entry": {"id": "note/placed"}})
+    placed = inventory(t)["note/placed"]
+    assert placed["attributes"] == {"topology": {"rack": "r2", "switch": "s1"}}
+    nowhere = TopologyRequirement(requisite=({"rack": "r9"},))
+    reply = call(t, "create", op_id="t2", epoch=1, owner=OWNER, topology=nowhere,
+                 params={"entry": {"id": "note/nowhere"}})
+    assert reply.error is not None and reply.error.code is ErrorCode.RESOURCE_EXHAUSTED
+    assert "note/nowhere" not in inventory(t)
+
+
 def notes_subject(kind: str) -> Callable[[Path], Subject]:
     def make(tmp_path: Path) -> Subject:
         t = open_provider("notes", notes_binding(tmp_path, "notes", kind), tmp_path)
-        return Subject("notes", t, lambda i: {"id": f"note/n{i}", "amount": i})
+        return Subject("notes", t, lambda i: {"id": f"note/n{i}", "amount": i},
+                       {"topology": notes_topology})
     return make
 
 

@@ -2,8 +2,11 @@
 
 It speaks the provider protocol the way docs/providers.md tells an exec or JSON-lines
 provider to: op_id dedupe, epoch fencing, a generation that grows with each new
-snapshot, secrets resolved by itself from references. ``--mode`` makes it misbehave
-(hang, crash, lie) so the transports and the live map can be tested against it.
+snapshot, secrets resolved by itself from references, and of the optional capabilities
+``topology``: a note is made at one of its ``PLACES`` that the request's topology allows,
+and reported there (``attributes.topology``); the others it refuses as UNIMPLEMENTED.
+``--mode`` makes it misbehave (hang, crash, lie) so the transports and the live map can be
+tested against it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,12 @@ import time
 from typing import Any
 
 VERBS = ["info", "probe", "inventory", "create", "update", "delete", "capacity"]
+PLACES = [{"rack": "r1", "switch": "s1"}, {"rack": "r2", "switch": "s1"}]  # where notes can be
+UNSUPPORTED = {
+    "publish": "a note is not mounted anywhere",
+    "expand": "a note has the amount it was given",
+    "snapshot": "a note is too small to need one",
+}
 
 
 def error(code: str, message: str) -> dict[str, Any]:
@@ -68,12 +77,17 @@ class Notes:
             return {"ok": True, "result": self.inventory(state)}
         if verb in ("create", "update", "delete"):
             return self.mutate(state, req)
+        if verb in ("publish", "unpublish", "expand", "snapshot"):
+            cap = "publish" if verb == "unpublish" else verb
+            return error("UNIMPLEMENTED", f"provider {self.name!r} does not offer {verb} "
+                         f"(optional capability {cap!r}): {UNSUPPORTED[cap]}")
         return error("INVALID_ARGUMENT", f"unknown verb {verb!r}")
 
     def info(self, req: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = {
             "name": self.name, "version": "1", "capabilities": ["note"], "verbs": VERBS,
-            "pid": os.getpid(),
+            "optional": {"topology": {"kinds": ["note"], "places": PLACES}},
+            "unsupported": UNSUPPORTED, "pid": os.getpid(),
         }
         ref = (req.get("secrets") or {}).get("token")
         if ref is not None:
@@ -112,6 +126,9 @@ class Notes:
         entry_id = params.get("id") or (params.get("entry") or {}).get("id")
         if not isinstance(entry_id, str) or not entry_id.startswith("note/"):
             return error("INVALID_ARGUMENT", "this provider holds only note/<name> entries")
+        place = self.place(verb, req.get("topology"))
+        if isinstance(place, tuple):
+            return error(*place)
         if verb == "delete":
             state["entries"].pop(entry_id, None)
             result: dict[str, Any] = {"entry": None, "deleted": entry_id}
@@ -123,11 +140,30 @@ class Notes:
                 "provider": self.name, "amount": params["entry"].get("amount"),
                 "owner": req.get("owner") or None,
             }
+            if place is not None:
+                entry["attributes"] = {"topology": place}
             state["entries"][entry_id] = entry
             result = {"entry": entry}
         state["ops"][op_id] = result
         self.save(state)
         return {"ok": True, "result": result}
+
+
+    def place(self, verb: str, topology: Any) -> dict[str, str] | tuple[str, str] | None:
+        """Where a create with a topology puts its note (None: no topology), or the error."""
+        if topology is None:
+            return None
+        if verb != "create":
+            return "INVALID_ARGUMENT", f"topology goes with create only, not with {verb}"
+        from reconciler.protocol import ProviderError, TopologyRequirement
+
+        try:
+            chosen = TopologyRequirement.from_json(topology).choose(PLACES)
+        except ProviderError as err:
+            return err.code.value, err.message
+        if chosen is None:
+            return "RESOURCE_EXHAUSTED", f"none of the places {PLACES} is allowed"
+        return dict(chosen)
 
 
 def reply_text(notes: Notes, reply: dict[str, Any]) -> str:

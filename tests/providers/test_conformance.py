@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from reconciler.live import entry_errors
-from reconciler.protocol import VERBS, ErrorCode
+from reconciler.protocol import (
+    CORE_VERBS,
+    OPTIONAL,
+    Capabilities,
+    ErrorCode,
+    ProviderError,
+    Request,
+    TopologyRequirement,
+)
 from tests.helpers import call, ok
 from tests.providers.kit import OWNER, Subject, inventory
 
@@ -15,7 +25,60 @@ def test_info_names_the_provider_and_its_verbs(subject: Subject) -> None:
     assert info["name"] == subject.name
     assert isinstance(info["version"], str) and info["version"]
     assert info["capabilities"] and all(isinstance(c, str) for c in info["capabilities"])
-    assert set(VERBS) <= set(info["verbs"])
+    assert set(CORE_VERBS) <= set(info["verbs"])
+
+
+def test_info_declares_each_optional_capability_or_why_not(subject: Subject) -> None:
+    """Offered, with its verbs listed, or not offered, with a reason; and the kit has a
+    check of every one declared (a capability nobody exercises is not a capability)."""
+    info = ok(subject.transport, "info")
+    caps = Capabilities.from_info(info)
+    assert set(caps.offers) == set(subject.optional)
+    assert set(info["unsupported"]) == set(OPTIONAL) - set(caps.offers)
+    for cap, verbs in OPTIONAL.items():
+        listed = set(verbs) & set(info["verbs"])
+        if cap in caps.offers:
+            assert listed == set(verbs) and caps.offers[cap].kinds
+        else:
+            assert not listed and isinstance(info["unsupported"][cap], str)
+            assert len(info["unsupported"][cap]) > 20  # a reason, not a placeholder
+
+
+def needing(subject: Subject, capability: str) -> list[Request]:
+    """Well-formed requests that need ``capability`` and nothing else."""
+    target = subject.sample(3)["id"]
+    where = {"id": target, "location": "group/gpu"}
+    place = TopologyRequirement(requisite=({"rack": "r1"},))
+    asks: dict[str, list[tuple[str, dict[str, Any], TopologyRequirement | None]]] = {
+        "publish": [("publish", {**where, "access": "read-only"}, None),
+                    ("unpublish", where, None)],
+        "expand": [("expand", {"id": target, "required_bytes": 1}, None)],
+        "snapshot": [("snapshot", {"id": target, "name": "before"}, None)],
+        "topology": [("create", {"entry": subject.sample(3)}, place)],
+    }
+    return [Request(verb, op_id=f"needs-{capability}", epoch=1, owner=OWNER, params=params,
+                    topology=topology) for verb, params, topology in asks[capability]]
+
+
+@pytest.mark.parametrize("capability", sorted(OPTIONAL))
+def test_an_optional_capability_works_if_declared_else_is_a_typed_refusal(
+    subject: Subject, capability: str
+) -> None:
+    t = subject.transport
+    caps = Capabilities.from_info(ok(t, "info"))
+    if capability in caps.offers:
+        subject.optional[capability](t)
+        return
+    before = inventory(t)
+    for request in needing(subject, capability):
+        with pytest.raises(ProviderError) as by_caller:
+            caps.check(request)  # the caller refuses it without sending it
+        reply = t.call(request)  # and the provider refuses it too, changing nothing
+        assert not reply.ok and reply.error is not None, reply.to_json()
+        for err in (by_caller.value, reply.error):
+            assert err.code is ErrorCode.UNIMPLEMENTED and err.retryable is False
+            assert caps.why_not(capability) in err.message and subject.name in err.message
+    assert inventory(t) == before
 
 
 def test_probe_is_ready(subject: Subject) -> None:

@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = "tests/__snapshots__/test_policies.ambr"
 SMALL_SITE_FILES = ("site.yaml", "hosts.yaml", "storage.yaml", "providers.yaml",
                     "proxies.yaml", "policy.yaml")
+PIPELINE_FILES = (".github/workflows/xce-gitops.yml", ".pre-commit-config.yaml")  # --ci github
 REPO_FILES = (".gitignore", "README.md", "pytest.ini", "tests/test_policies.py", SNAPSHOT,
-              "ci/README.md")
+              "ci/README.md", *PIPELINE_FILES)
 ROLE_LINE = "      allow: [host.query, supply.query]"
 
 
@@ -139,3 +140,19 @@ def check_site_policies_folder_is_reviewed(run: Run, repo: Path) -> None:
         "escalation(s)",
         "+  role worker holds host.query (204, host, read)",
     ]
+
+
+def check_pipeline_files(run: Run, repo: Path) -> None:
+    """The pipeline files of the new repository are what ``xce-init --print-ci`` prints, with
+    the installed version pinned; ``xce-compile --check`` (the hook's command) writes
+    nothing."""
+    env: dict[str, str] = {}
+    version = ok(run(["xce-init", "--version"], repo, env)).split()[-1].rstrip(")")
+    for kind, path in (("github", PIPELINE_FILES[0]), ("pre-commit", PIPELINE_FILES[1])):
+        printed = run(["xce-init", "--print-ci", kind], repo.parent, env)
+        assert ok(printed) == printed.stdout == (repo / path).read_text(), kind
+    assert f'XCE_GITOPS_VERSION: "{version}"' in (repo / PIPELINE_FILES[0]).read_text()
+    assert f'"xce-gitops=={version}"' in (repo / PIPELINE_FILES[1]).read_text()
+    out = ok(run(["xce-compile", ".", "--check", "--out", "never"], repo, env))
+    assert "; nothing written" in out and not (repo / "never").exists()
+    assert is_clean(repo)

@@ -22,7 +22,8 @@ def test_the_example_repository_compiles_with_its_snapshots(tmp_path: Path) -> N
         assert (repo / name).exists(), name
     assert "started as xce-gitops' full example site" in (repo / "README.md").read_text()
     hidden = {p.name for p in repo.iterdir() if p.name.startswith(".")}
-    assert hidden == {".git", ".gitignore"}  # no .xce workdir of the checkout's example
+    # no .xce workdir of the checkout's example; the pipeline files
+    assert hidden == {".git", ".gitignore", ".github", ".pre-commit-config.yaml"}
     ok(run_editable(["xce-compile", "."], repo, {}))
     assert "# name: test_role_allowlists" in (repo / SNAPSHOT).read_text()
     assert is_clean(repo)

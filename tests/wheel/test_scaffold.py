@@ -39,6 +39,10 @@ def test_compile_plan_and_apply(run: flow.Run, repo: Path) -> None:
     flow.check_compile_plan_apply(run, repo)
 
 
+def test_the_pipeline_files_from_the_package(run: flow.Run, repo: Path) -> None:
+    flow.check_pipeline_files(run, repo)
+
+
 def test_a_role_change_is_reviewed(run: flow.Run, repo: Path) -> None:
     flow.check_role_change_is_reviewed(run, repo)
 

@@ -1,4 +1,5 @@
-"""Renderings of a Plan: text (terminal), json (tools), markdown (pull-request comment).
+"""Renderings of a Plan: text (terminal), json (tools), markdown (pull-request comment),
+github (annotations on the site-config lines a plan destroys or changes).
 
 The plan is data; these only read it. They show what they are given: ``xce-plan`` hands
 them the plan through ``reconciler.plan.redact.redacted`` first, as it does the plan file.
@@ -10,12 +11,13 @@ from compiler.formats import Formats
 from compiler.gc_pause import gc_paused
 from compiler.textstyle import Style
 from reconciler.plan.model import Plan
+from reconciler.plan.render.github import render_github
 from reconciler.plan.render.jsonfmt import plan_json, render_json
 from reconciler.plan.render.markdown import render_markdown
 from reconciler.plan.render.text import render_text
 
 FORMATS: Formats[Plan] = Formats("plan", render_text, json=render_json,
-                                 markdown=render_markdown)
+                                 markdown=render_markdown, github=render_github)
 
 
 def render(plan: Plan, fmt: str, style: Style | None = None) -> str:
@@ -28,4 +30,5 @@ def render(plan: Plan, fmt: str, style: Style | None = None) -> str:
         return FORMATS.render(plan, fmt, style)
 
 
-__all__ = ["FORMATS", "plan_json", "render", "render_json", "render_markdown", "render_text"]
+__all__ = ["FORMATS", "plan_json", "render", "render_github", "render_json", "render_markdown",
+           "render_text"]

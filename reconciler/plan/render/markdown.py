@@ -34,17 +34,19 @@ _MAX_PROBLEMS = 50  # each is a table row of up to a few hundred characters
 _DIFF_SYMBOL = {"+": "+", "~": "!", "-": "-"}  # "!" is how diff highlighting marks a change
 
 
-def _code(text: str) -> str:
+def fenced(text: str) -> str:
+    """A line inside a fenced block, which a ``` of its own would end early."""
     return text.replace("```", "'''")
 
 
-def _cell(text: str) -> str:
+def cell(text: str) -> str:
+    """Text in a table cell or a <summary>: no column break, no HTML, one line."""
     return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
 
 
 def _frame(title: str, fence: str) -> tuple[list[str], list[str]]:
     """A folded section's opening and closing lines."""
-    opening = ["<details>", f"<summary>{_cell(title)}</summary>", "",
+    opening = ["<details>", f"<summary>{cell(title)}</summary>", "",
                *([f"```{fence}"] if fence else [])]
     return opening, [*(["```"] if fence else []), "</details>", ""]
 
@@ -53,7 +55,7 @@ def _size(lines: Iterable[str]) -> int:
     return sum(len(line) + 1 for line in lines)
 
 
-class _Budget:
+class Budget:
     """Collects lines up to a size; sections add whole items (an action with its changes).
 
     The titles of the sections still to come are reserved (up to half the budget), so the
@@ -116,14 +118,14 @@ def _header(plan: Plan) -> list[str]:
 
 def _action_items(group: ActionGroup) -> Iterator[list[str]]:
     for a in group.actions:
-        yield [f"{_DIFF_SYMBOL[symbol(a.verb)]} {_code(action_line(a))}",
-               *(f"!     {_code(c)}" for c in change_lines(a))]
+        yield [f"{_DIFF_SYMBOL[symbol(a.verb)]} {fenced(action_line(a))}",
+               *(f"!     {fenced(c)}" for c in change_lines(a))]
 
 
 def _note_items(notes: Iterable[Note]) -> Iterator[list[str]]:
     for n in notes:
-        provider = f" [{_cell(shorten(n.provider))}]" if n.provider else ""
-        yield [f"- `{_cell(shorten(n.entry))}`{provider} {_cell(shorten(n.reason, TEXT_LIMIT))}"]
+        provider = f" [{cell(shorten(n.provider))}]" if n.provider else ""
+        yield [f"- `{cell(shorten(n.entry))}`{provider} {cell(shorten(n.reason, TEXT_LIMIT))}"]
 
 
 def _where_full(artifact: str | None, plan_file: str | None) -> str:
@@ -139,7 +141,7 @@ def _where_full(artifact: str | None, plan_file: str | None) -> str:
 
 
 def _code_span(text: str) -> str:
-    return _cell(shorten(text)).replace("`", "'")
+    return cell(shorten(text)).replace("`", "'")
 
 
 def render_markdown(plan: Plan, limit: int = LIMIT, *, artifact: str | None = None,
@@ -154,7 +156,7 @@ def render_markdown(plan: Plan, limit: int = LIMIT, *, artifact: str | None = No
              for name, title in NOTE_TITLES.items() if getattr(plan, name)]
     unknown = unknown_by_provider(plan.unknown)
     unknown_title = f"Unknown (nothing planned): {len(plan.unknown)}"
-    budget = _Budget(limit - _RESERVE - _size(head),
+    budget = Budget(limit - _RESERVE - _size(head),
                      [*((g.line(), "diff") for g in groups), *((t, "") for t, _ in notes),
                       *([(unknown_title, "")] if unknown else [])])
     omitted = 0
@@ -164,7 +166,7 @@ def render_markdown(plan: Plan, limit: int = LIMIT, *, artifact: str | None = No
     for title, listed in notes:
         omitted += budget.section(title, _note_items(listed), len(listed), "")
     if unknown:
-        items = ([f"- provider `{_cell(p)}`: {_cell(what)} — {_cell(why)}"]
+        items = ([f"- provider `{cell(p)}`: {cell(what)} — {cell(why)}"]
                  for p, what, why in unknown)
         omitted += budget.section(unknown_title, items, len(unknown), "")
     tail: list[str] = []
