@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from compiler import codes
 from compiler.bundled import POLICIES_HELP
@@ -81,7 +81,7 @@ def _body(argv: list[str] | None) -> int:
     supply = compiled.supply_map
     documents, desired_digest = serialize(compiled, revision)
     if args.check:
-        _report_check(args.format, text, compiled, revision, desired_digest)
+        _report_success(args.format, text, compiled, revision, desired_digest, None)
         return EXIT_OK
     try:
         policies = compiled.policy.provenance(args.site) if compiled.policy else None
@@ -99,7 +99,8 @@ def _body(argv: list[str] | None) -> int:
                 )
             ]
         ) from err
-    _report_success(args.format, text, compiled, revision, args.out, manifest)
+    _report_success(args.format, text, compiled, revision, manifest["desired_digest"],
+                    args.out, manifest["outputs"])
     return EXIT_OK
 
 
@@ -108,45 +109,38 @@ def _shown(revision: Revision) -> str:
     return (revision.commit or "no commit")[:12] + (" (dirty)" if revision.dirty else "")
 
 
-def _report_check(fmt: str, problems: str, compiled: Compiled, revision: Revision,
-                  desired_digest: str) -> None:
-    """What ``--check`` found valid: as a compile's report, without the outputs it wrote."""
-    supply = compiled.supply_map
-    rev = _shown(revision)
-    if fmt == "text":
-        sys.stderr.write(problems)
-        sys.stdout.write(f"checked site {supply.site} at {rev}: {len(supply.entries)} entries, "
-                         f"{len(compiled.bindings['providers'])} providers; nothing written\n"
-                         f"desired digest {desired_digest}\n")
-    elif fmt == "markdown":
-        sys.stdout.write(f"### ✅ Site {supply.site} is valid at `{rev}`\n"
-                         + ("\n" + problems if problems else ""))
-    else:
-        sys.stdout.write(problems)
-
-
-def _report_success(fmt: str, problems: str, compiled: Compiled, revision: Revision, out: Path,
-                    manifest: dict[str, Any]) -> None:
-    """What a valid site compiled to: a line for a terminal, a short document for a pull
-    request (markdown), the problems document for tools (json, github)."""
+def _report_success(fmt: str, problems: str, compiled: Compiled, revision: Revision,
+                    digest: str, out: Path | None, outputs: Sequence[str] = ()) -> None:
+    """What a valid site compiled to (``out`` None: ``--check``, nothing written): a line
+    for a terminal, a short document for a pull request (markdown), the problems document
+    for tools (json, github)."""
     supply = compiled.supply_map
     rev = _shown(revision)
     providers = len(compiled.bindings["providers"])
     if fmt == "text":
         sys.stderr.write(problems)
-        sys.stdout.write(f"compiled site {supply.site} at {rev}: {len(supply.entries)} entries, "
-                         f"{providers} providers → {out}/\n"
-                         f"desired digest {manifest['desired_digest']}\n")
+        verb, where = ("checked", "; nothing written") if out is None else ("compiled",
+                                                                            f" → {out}/")
+        sys.stdout.write(f"{verb} site {supply.site} at {rev}: {len(supply.entries)} entries, "
+                         f"{providers} providers{where}\ndesired digest {digest}\n")
     elif fmt == "markdown":
-        outputs = ", ".join(f"`{out / name}`" for name in (*manifest["outputs"], "manifest.json"))
-        rows = [("revision", f"`{rev}`"), ("entries", f"{len(supply.entries):,}"),
-                ("providers", str(providers)),
-                ("desired digest", f"`{manifest['desired_digest']}`"), ("outputs", outputs)]
-        sys.stdout.write("\n".join([f"### ✅ Compiled site {supply.site}", "", "| | |",
-                                    "|---|---|", *(f"| {k} | {v} |" for k, v in rows), ""])
+        sys.stdout.write(_markdown_report(compiled, rev, digest, out, outputs)
                          + ("\n" + problems if problems else ""))
     else:
         sys.stdout.write(problems)
+
+
+def _markdown_report(compiled: Compiled, rev: str, digest: str, out: Path | None,
+                     outputs: Sequence[str]) -> str:
+    supply = compiled.supply_map
+    if out is None:
+        return f"### ✅ Site {supply.site} is valid at `{rev}`\n"
+    files = ", ".join(f"`{out / name}`" for name in (*outputs, "manifest.json"))
+    rows = [("revision", f"`{rev}`"), ("entries", f"{len(supply.entries):,}"),
+            ("providers", str(len(compiled.bindings["providers"]))),
+            ("desired digest", f"`{digest}`"), ("outputs", files)]
+    return "\n".join([f"### ✅ Compiled site {supply.site}", "", "| | |", "|---|---|",
+                      *(f"| {k} | {v} |" for k, v in rows), ""])
 
 
 def main(argv: list[str] | None = None) -> int:
