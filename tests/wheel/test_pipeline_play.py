@@ -350,6 +350,7 @@ def _stale_plan_is_reviewed_again(play: Play) -> None:
     [plan, asked] = play.comments(4)
     assert plan.body.startswith(STICKY.format("plan"))
     assert asked.body.startswith(STICKY.format("apply")) and "host/cn14" in asked.body
+    assert "went stale" in asked.body and "XCE822" in asked.body  # the reason, then the plan
     again = _ok(_push(play)).step(APPLY_STEP).output  # the re-run applies the re-recorded plan
     assert "create host/cn14" in again, again
     check = play.plan_main()
