@@ -142,7 +142,8 @@ def test_the_github_jobs_run_the_reviewed_flow_without_expressions_in_scripts() 
     assert runs["plan"][-1].strip().endswith("exit 1; fi")  # what failed fails the job, last
     apply = "\n".join(runs["apply"])
     assert 'xce-apply --reviewed "$XCE_SITE" --lock-timeout 600' in apply
-    assert 'xce-pr comment --commit "$GITHUB_SHA" --marker apply xce-out/stale.md xce-out/plan.md' in apply
+    assert ('xce-pr comment --commit "$GITHUB_SHA" --marker apply xce-out/stale.md '
+            'xce-out/plan.md') in apply  # why it went stale, then the new plan
     assert "xce-plan" not in apply.split("xce-apply --reviewed")[0]  # never a fresh plan first
     assert 'xce-drift "$XCE_SITE" --notify --out xce-out/drift.html' in "\n".join(runs["drift"])
 
