@@ -33,7 +33,7 @@ from reconciler.pipeline import (
     unreported,
 )
 from reconciler.plan import reviewed
-from reconciler.plan.file import plan_file_bytes, save_plan
+from reconciler.plan.file import load_plan, plan_file_bytes, save_plan
 from reconciler.plan.model import Plan
 from reconciler.plan.origin import Origin, origin_here
 from reconciler.plan.redact import redacted
@@ -86,6 +86,10 @@ def parser() -> argparse.ArgumentParser:
                    "the site's repository (e.g. origin/main): entries added, removed and "
                    "changed, and each role's and proxy's opcodes; a CI clone needs REV's "
                    "commit (fetch-depth: 0)")
+    p.add_argument("--show", type=Path, metavar="PLANFILE",
+                   help="render a plan saved with --out in --format, asking no provider "
+                   "(github: its annotations, on the lines of the site the plan was made "
+                   "from); exit 0 or 2 as the plan")
     p.add_argument("--full-plan-artifact", metavar="NAME",
                    help="name of the CI artifact that keeps the --out plan file: a truncated "
                    "markdown plan names it as where the full plan is (only when it was saved)")
@@ -159,8 +163,27 @@ def _recorded(args: argparse.Namespace, workdir: Path, desired: Desired, plan: P
     return reviewed.record(args.state, workdir / STATE_FILE, desired, data)
 
 
+def _show(args: argparse.Namespace) -> int:
+    """--show PLANFILE: a saved plan rendered again, e.g. as annotations beside the markdown
+    comment of the same run; the site is compiled only for the lines github points at."""
+    if args.base or args.record or args.live or args.out or args.target or args.desired:
+        parser().error("--show renders a saved plan as it is: give only --format (and the "
+                       "site folder, when it is not where the plan was made from)")
+    saved = load_plan(args.show)
+    assert saved.origin is not None  # a plan file always records it
+    site, _ = saved.origin.inputs(args.site, None)
+    place = None
+    if args.format == "github" and site is not None:
+        origins = load_desired(site, None, args.policies).origins
+        place = None if origins is None else origins.place
+    sys.stdout.write(_rendered(saved.plan, args, saved=False, place=place))
+    return EXIT_CHANGES if saved.plan.has_changes else EXIT_OK
+
+
 def _body(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
+    if args.show is not None:
+        return _show(args)
     if args.full_plan_artifact is not None and args.out is None:
         parser().error("--full-plan-artifact names the CI artifact that keeps the plan "
                        "file: give --out FILE too")

@@ -154,6 +154,21 @@ def test_destroys_and_changes_are_annotated_at_their_lines(
     assert run.out.splitlines()[-1] == "Plan: 0 to add, 6 to change, 37 to destroy."
 
 
+def test_a_saved_plan_shown_again_has_the_plan_runs_annotations(
+        repo: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipeline posts the markdown of its plan run and annotates from ``--show`` on the
+    saved plan: the annotations must be the plan run's own, without a second inventory."""
+    _edit_example(repo / "site")
+    planned = _plan(repo, capsys, monkeypatch, "--destroy", "--out", str(repo / "plan.json"))
+    assert planned.code == 2, planned.err
+    assert plan_cli.main(["--show", str(repo / "plan.json"), "--format", "github"]) == 2
+    shown = capsys.readouterr().out
+    assert len(annotations_in(shown)) == 4 and shown == planned.out
+    assert plan_cli.main(["--show", str(repo / "plan.json"), "--live", "x.json"]) == 1
+    assert "--show renders a saved plan as it is" in capsys.readouterr().err
+
+
 def test_escaping_of_data_and_properties(repo: Path, capsys: pytest.CaptureFixture[str],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """% , and : in a property (the file name, the title) and % in the data, as GitHub's
