@@ -65,6 +65,7 @@ class Origins:
 
     sources: Mapping[str, Where]
     locator: Locator
+    site: Where | None = None  # the ``site:`` section: where its settings are written
     _placed: dict[int, Where] = field(default_factory=dict)  # by id: entries share items
 
     def place(self, entry_id: str) -> Where | None:
@@ -77,6 +78,10 @@ class Origins:
         if placed is None:
             placed = self._placed[id(where)] = self.locator.locate(where)
         return placed
+
+    def setting(self, key: str) -> Where | None:
+        """The file, line and column of the ``site:`` section's ``key``."""
+        return None if self.site is None else self.locator.locate(self.site.child(key).at_key())
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +158,9 @@ def compile_desired(site_dir: Path, policies: Path | None = None) -> Desired:
     bindings = Bindings.from_json(compiled.bindings, site_dir)
     return Desired(supply, bindings, supply.content_digest(), tuple(shown),
                    VersionSources.of(compiled.document, files), compiled.drift.to_json(),
-                   Origins(compiled.sources, Locator(files)))
+                   Origins(compiled.sources, Locator(files),
+                           None if compiled.document.site is None
+                           else compiled.document.site.where))
 
 
 def load_desired(site_dir: Path | None, desired_file: Path | None,

@@ -222,7 +222,7 @@ def _unreviewed(args: argparse.Namespace, site: Path, desired: Desired, workdir:
         if not report.outcomes:
             sys.stderr.write(reviewed.nothing_line(desired))
             return report
-        return replace(report, notices=(reviewed.allowed_notice(site), *report.notices))
+        return replace(report, notices=(reviewed.allowed_notice(desired), *report.notices))
     plan = reviewed.fresh_plan(desired, workdir, store, args.allow_destroy)
     if plan.has_changes:
         raise reviewed.refusal(store, desired, site, plan)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compiler.cli_runner import EXIT_UNREVIEWED, Refusal
-from compiler.problems import Problem, Problems, Severity, UserError, Where
+from compiler.problems import Problem, Severity, UserError
 from reconciler.pipeline import Desired, gather, plan_for
 from reconciler.plan import codes
 from reconciler.plan.file import SavedPlan, parse_plan
@@ -153,24 +153,10 @@ def allows_unreviewed(desired: Desired) -> bool:
     return desired.supply.settings.get("unreviewed_apply") == "allow"
 
 
-def allowed_notice(site_dir: Path) -> Problem:
+def allowed_notice(desired: Desired) -> Problem:
     """The report's word that what it applied was never reviewed, and which line allows it."""
+    where = None if desired.origins is None else desired.origins.setting("unreviewed_apply")
+    place = "site-config" if where is None else f"{where.file}:{where.line}"
     return codes.problem(codes.UNREVIEWED_APPLIED, "applied an unreviewed plan: the site "
-                         f"allows it (site.unreviewed_apply: allow at {_allow_place(site_dir)})",
+                         f"allows it (site.unreviewed_apply: allow at {place})",
                          "site.unreviewed_apply", severity=Severity.WARNING)
-
-
-def _allow_place(site_dir: Path) -> str:
-    """``file:line`` of the site's ``unreviewed_apply`` key (read again: rarely needed)."""
-    from compiler.yaml_source import Locator, display_path, find_yaml_files, load_file
-
-    for path in find_yaml_files(site_dir):
-        source = load_file(path, display_path(path), Problems())
-        if source is None or not isinstance(source.data, dict):
-            continue
-        section = source.data.get("site")
-        if isinstance(section, dict) and "unreviewed_apply" in section:
-            where = Locator([source]).locate(Where(source.path, ("site", "unreviewed_apply"),
-                                                   key=True))
-            return f"{where.file}:{where.line}"
-    return str(site_dir)

@@ -45,3 +45,19 @@ def write(path: Path, text: str) -> Path:
 
 def opcode_names(doc: dict[str, Any], role: str) -> list[str]:
     return [o["name"] for o in doc["roles"][role]["opcodes"]]
+
+
+# A site-policy file with one waiver of the admin-only guardrail; ``{expires}`` to format.
+WAIVER_SITE = """version: 1
+policy:
+  allow:
+    - role: proxy
+      opcodes: [config.reload]
+  waivers:
+    - name: proxy-admin-reload
+      guardrail: admin-only-admin-cli
+      role: proxy
+      opcodes: [config.reload]
+      reason: "reload after a credential rotation"
+      expires: {expires}
+"""

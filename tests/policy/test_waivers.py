@@ -7,22 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.policy.helpers import POLICIES, compile_tree, opcode_names, write
+from tests.policy.helpers import POLICIES, WAIVER_SITE, compile_tree, opcode_names, write
 
-SITE = """
-version: 1
-policy:
-  allow:
-    - role: proxy
-      opcodes: [config.reload]
-  waivers:
-    - name: proxy-admin-reload
-      guardrail: admin-only-admin-cli
-      role: proxy
-      opcodes: [config.reload]
-      reason: "credential rotation"
-      expires: {expires}
-"""
+SITE = "\n" + WAIVER_SITE  # a blank first line, as the line numbers below count
 EXPIRES = datetime.date(2027, 6, 30)
 
 

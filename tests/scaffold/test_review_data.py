@@ -17,21 +17,10 @@ from compiler.review_data import (
     role_allowlists,
 )
 from compiler.scaffold.create import SMALL_SITE, render_templates
+from tests.policy.helpers import WAIVER_SITE
 
 EXPIRES = datetime.date.today() + datetime.timedelta(days=100)
-WAIVER = f"""version: 1
-policy:
-  allow:
-    - role: proxy
-      opcodes: [config.reload]
-  waivers:
-    - name: proxy-admin-reload
-      guardrail: admin-only-admin-cli
-      role: proxy
-      opcodes: [config.reload]
-      reason: "reload after a credential rotation"
-      expires: {EXPIRES.isoformat()}
-"""
+WAIVER = WAIVER_SITE.format(expires=EXPIRES.isoformat())
 
 
 @pytest.fixture
