@@ -355,8 +355,10 @@ def storage_files(shape: Shape, groups: list[Group], rng: random.Random) -> dict
         y.add(4, 'root: {mode: "0755", owner: root, group: root}')
         y.add(4, 'user_dirs: {mode: "0700", owner: user}')
         y.add(4, "retention: 14d")
-        y.add(4, "used_by:")
-        y.add(6, "queues: [normal, long]")
+        if k == 0:
+            y.add(4, "default: true")
+        y.add(4, "used_by:")  # one volume per queue (XCE414); the first is the default
+        y.add(6, "queues: [normal, long]" if k == 0 else f"queues: [{vol}]")
         y.add(6, f"projects: {flow(p for p, _ in project_quotas[vol][:5])}")
         q = Yaml()
         q.add(0, "quotas:")

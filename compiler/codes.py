@@ -53,6 +53,20 @@ COMMAND_MISMATCH = "XCE408"  # external kind without command, built-in with one
 CONTROLLER_MAP_CLASH = "XCE409"
 CACHE_LOCATION_MISMATCH = "XCE410"
 COPY_PROVIDER_MISMATCH = "XCE411"
+# Topology and volumes: what the scheduler reads (compiler/checks/topology.py, volumes.py)
+UNKNOWN_TOPOLOGY_KEY = "XCE412"  # a key not in site.topology
+TOPOLOGY_GIVEN_TWICE = "XCE413"  # rack: and topology.rack on one group or override
+CLAIMED_TWICE = "XCE414"  # two volumes use_by the same queue, profile or project
+TWO_DEFAULT_VOLUMES = "XCE415"
+SINGLE_NODE_SHARED = "XCE416"  # a single-node access mode mounted by more than one host
+READ_ONLY_WITH_DIRS = "XCE417"  # a reader-only access mode with user directories or quotas
+# Discovery: site.discovery as a mapping (XCE420–XCE423, compiler/checks/discovery.py)
+DISCOVERY_UNKNOWN_GROUP = "XCE420"  # site.discovery.group names no host group
+DISCOVERY_BAD_NAME = "XCE421"  # a names pattern that is neither a hostlist nor a glob
+DISCOVERY_NOT_ADMIT = "XCE422"  # group or counters, but the policy admits no host
+DISCOVERY_OTHERWISE_ALONE = "XCE423"  # otherwise without names: no host is 'otherwise'
+# Job-directory retention (compiler/model/retention.py)
+UNFETCHED_WITHOUT_FETCH = "XCE428"  # retention.unfetched without from: output-fetch
 # Warnings (XCE5xx)
 VOLUME_NOT_MOUNTED = "XCE501"
 DATASET_WITHOUT_COPY = "XCE502"

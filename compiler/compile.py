@@ -12,19 +12,23 @@ from compiler import codes
 from compiler.bindings import build_bindings, controller_name
 from compiler.checks.capacity import check_caches, check_quotas, check_warnings
 from compiler.checks.collisions import check_copy_ids, check_counter_ids, check_quota_ids
+from compiler.checks.discovery import check_discovery
 from compiler.checks.hosts import HostTable, expand_hosts
 from compiler.checks.index import build_index
 from compiler.checks.providers import check_cache_locations, check_provider_kinds, check_proxies
 from compiler.checks.references import check_references
 from compiler.checks.secrets import check_secrets
+from compiler.checks.topology import check_topology
+from compiler.checks.volumes import check_volumes
 from compiler.emit.context import EmitContext
-from compiler.emit.datasets import emit_datasets
+from compiler.emit.datasets import copies_by_location, emit_datasets
 from compiler.emit.hosts import emit_hosts
 from compiler.emit.pools import emit_pools
 from compiler.emit.volumes import emit_volumes, mounts_by_group
+from compiler.model.discovery import discovery_setting
 from compiler.model.document import SiteDocument, build_document
 from compiler.model.drift import CompiledDrift, compile_drift
-from compiler.model.site import Site
+from compiler.model.site import Settle, Site
 from compiler.policy import PolicyBuild, compile_policies
 from compiler.policy.compile import locate_policies
 from compiler.problems import Problem, Problems, Where
@@ -70,12 +74,14 @@ def load_site(site_dir: Path, problems: Problems) -> list[SourceFile]:
     return files
 
 
-def settings_of(site: Site) -> dict[str, Any]:
-    """The planning policy that travels with the compiled map."""
+def settings_of(site: Site, doc: SiteDocument) -> dict[str, Any]:
+    """The planning policy that travels with the compiled map (``doc``: for the host group
+    a discovery policy admits into)."""
     return {
         "site": site.name,
         "owner": f"site/{site.name}",
-        "discovery": site.discovery,
+        "discovery": discovery_setting(site.discovery, doc.host_groups,
+                                       site.defaults.host.counters),
         "join_deadline": site.join_deadline,
         "release_orphans": site.release_orphans,
         "management": dict(sorted(site.management.items())),
@@ -84,6 +90,9 @@ def settings_of(site: Site) -> dict[str, Any]:
         # only when not the default, so a map's digest stays what it was without it
         **({"unreviewed_apply": site.unreviewed_apply}
            if site.unreviewed_apply != "refuse" else {}),
+        **({"settle": site.settle.model_dump()} if site.settle != Settle() else {}),
+        **({"provisioning": provisioning}
+           if (provisioning := site.provisioning.model_dump(exclude_none=True)) else {}),
     }
 
 
@@ -99,6 +108,7 @@ def check_document(doc: SiteDocument, problems: Problems) -> HostTable:
     index = build_index(doc, problems)
     hosts = expand_hosts(doc.host_groups, problems, doc.invalid_items.get(("host_groups",), []))
     check_references(doc, index, hosts, problems)
+    check_discovery(doc, index, problems)
     check_quota_ids(doc, problems)
     check_counter_ids(doc, index, hosts, problems)
     check_copy_ids(doc, problems)
@@ -109,6 +119,8 @@ def check_document(doc: SiteDocument, problems: Problems) -> HostTable:
     check_quotas(doc, index, problems)
     check_caches(doc, index, problems)
     check_warnings(doc, problems)
+    check_topology(doc, problems)
+    check_volumes(doc, index, hosts, problems)
     return hosts
 
 
@@ -134,14 +146,14 @@ def compile_files(
         return None
     site = doc.site.item
     ctx = EmitContext(owner=f"site/{site.name}", controller=controller_name(doc))
-    emit_hosts(doc, site, hosts, mounts_by_group(doc), ctx)
+    emit_hosts(doc, site, hosts, mounts_by_group(doc), ctx, copies_by_location(doc))
     emit_pools(doc, ctx)
     emit_datasets(doc, ctx)
     emit_volumes(doc, ctx)
     entries = {e.id: e for e in ctx.entries}
     if len(entries) != len(ctx.entries):  # the checks must have caught every clash of ids
         raise RuntimeError(f"{len(ctx.entries) - len(entries)} entries share an id with another")
-    settings = {**settings_of(site), "shared_accounts": shared_accounts(doc)}
+    settings = {**settings_of(site, doc), "shared_accounts": shared_accounts(doc)}
     supply = SupplyMap(entries=entries, site=site.name, owner=ctx.owner, settings=settings)
     return Compiled(supply, build_bindings(doc), doc, drift=drift, sources=ctx.sources())
 

@@ -197,7 +197,8 @@ def _supply_lines(entries: Mapping[str, Entry]) -> Iterator[str]:
             borrow = f", borrows up to {e.spec['borrow_max']}" if e.spec.get("borrow_max") else ""
             yield f"{e.id}: {e.amount} seats{borrow}"
         elif e.kind == "counter" and not (e.location or "").startswith("host/"):
-            yield f"{e.id}: {_size_or_count(e, e.id.startswith('counter/cache@'))}"
+            sized = e.id.startswith("counter/cache@") or (e.location or "").startswith("volume/")
+            yield f"{e.id}: {_size_or_count(e, sized)}"
         elif e.kind == "volume-dir":
             yield f"{e.id}: owner {e.spec.get('owner')}, mode {e.spec.get('mode')}"
         elif e.kind == "quota":

@@ -18,6 +18,7 @@ import msgspec
 import orjson
 
 from compiler.canonical import digest_of, dumps
+from compiler.names import invisible_reason, shown, too_long_reason
 from compiler.problems import Problem, UserError
 
 SCHEMA_VERSION = 1
@@ -77,6 +78,48 @@ class Entry:
         )
 
 
+def session_error(doc: object) -> str | None:
+    """What is wrong with a session object (``{"id", "since"}``), or None when it is one."""
+    if not isinstance(doc, Mapping):
+        return "must be an object with 'id' and 'since'"
+    sid, since = doc.get("id"), doc.get("since")
+    if not isinstance(sid, str) or not sid:
+        return "'id' must be a non-empty string"
+    why = too_long_reason(sid) or invisible_reason(sid)
+    if why is None and not sid.isprintable():
+        why = "it contains a control character"
+    if why is not None:
+        return f"'id' {shown(sid)} is not a session id: {why}"
+    if isinstance(since, bool) or not isinstance(since, int | float) or not (
+        0 <= since < 2**53
+    ):
+        return f"'since' must be seconds since the epoch (a number ≥ 0), got {since!r}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """When a provider's current serving session began (P8): a controller restart (a new
+    boot id), a proxy failover (a new active proxy or lease epoch). ``id`` is opaque: only
+    ``since`` is compared, with the plan's clock and with the hosts' ``spec.seen``."""
+
+    id: str
+    since: float
+
+    def to_json(self) -> dict[str, Any]:
+        since = float(self.since)  # also when made with an int
+        return {"id": self.id, "since": int(since) if since.is_integer() else since}
+
+    @classmethod
+    def from_json(cls, doc: object) -> Session:
+        """A session as a provider or a map file writes it; ValueError says what is wrong."""
+        why = session_error(doc)
+        if why is not None:
+            raise ValueError(f"session: {why}")
+        assert isinstance(doc, Mapping)
+        return cls(doc["id"], float(doc["since"]))
+
+
 def entries_json(entries: Iterable[Entry]) -> list[dict[str, Any]]:
     """Entries as JSON objects sorted by id (BRIEF §3)."""
     return [e.to_json() for e in sorted(entries, key=lambda e: e.id)]
@@ -91,6 +134,8 @@ class SupplyMap:
     A live map has ``unknown`` (provider -> reason) for providers that did not answer
     fully: their entries are unknown, never absent; ``unknown_entries`` (entry id ->
     reason) does the same for single entries, such as an id two providers both report.
+    ``sessions`` (provider -> Session) says since when each provider that reports one
+    serves its present session (the settle window, P8); it is not in the digest.
     """
 
     entries: dict[str, Entry]
@@ -102,6 +147,7 @@ class SupplyMap:
     unknown: Mapping[str, str] = field(default_factory=dict)
     generations: Mapping[str, int] = field(default_factory=dict)
     unknown_entries: Mapping[str, str] = field(default_factory=dict)
+    sessions: Mapping[str, Session] = field(default_factory=dict)
 
     def content_digest(self, entries: list[dict[str, Any]] | None = None) -> str:
         """Digest of entries and settings only: no revision, no timestamps."""
@@ -127,6 +173,8 @@ class SupplyMap:
             doc["generations"] = dict(self.generations)
         if self.unknown_entries:
             doc["unknown_entries"] = dict(self.unknown_entries)
+        if self.sessions:
+            doc["sessions"] = {p: s.to_json() for p, s in sorted(self.sessions.items())}
         return doc
 
     def dumps(self) -> bytes:
@@ -152,6 +200,8 @@ class SupplyMap:
             unknown=doc.get("unknown") or {},
             generations=doc.get("generations") or {},
             unknown_entries=doc.get("unknown_entries") or {},
+            sessions={str(p): Session.from_json(raw)
+                      for p, raw in (doc.get("sessions") or {}).items()},
         )
 
 
@@ -174,6 +224,7 @@ class _Wire(msgspec.Struct, forbid_unknown_fields=True):
     unknown: Any = msgspec.UNSET
     generations: Any = msgspec.UNSET
     unknown_entries: Any = msgspec.UNSET
+    sessions: Any = msgspec.UNSET
 
 
 _WIRE = msgspec.json.Decoder(_Wire)
@@ -210,7 +261,11 @@ def decode_map(data: bytes) -> DecodedMap | None:
     header = {k: v for k in _HEADER if (v := getattr(wire, k)) is not msgspec.UNSET}
     listed = wire.entries
     entries = dict(zip(map(attrgetter("id"), listed), listed, strict=True))
-    return DecodedMap(SupplyMap._with_entries(header, entries), len(listed), header)
+    try:
+        supply = SupplyMap._with_entries(header, entries)
+    except (AttributeError, ValueError):  # sessions that are not: the general path says why
+        return None
+    return DecodedMap(supply, len(listed), header)
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +317,6 @@ def read_map(path: Path, reader: MapReader) -> DecodedMap:
         raise UserError(problems)
     try:
         supply = SupplyMap.from_json(doc)
-    except (KeyError, TypeError, AttributeError) as err:
+    except (KeyError, TypeError, AttributeError, ValueError) as err:
         raise UserError([reader.malformed(err)]) from None
     return DecodedMap(supply, len(doc.get("entries", [])), doc)

@@ -9,6 +9,7 @@ with the nearest one, white space, a sign, a fraction), by ``_why``.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from decimal import Decimal
 
 SIZE_UNITS: dict[str, int] = {
@@ -206,3 +207,8 @@ def format_size(n: int) -> str:
         if n >= SIZE_UNITS[unit]:
             return f"{n / SIZE_UNITS[unit]:.1f}{unit}"
     return f"{n}B"
+
+
+def format_utc(seconds: float) -> str:
+    """An instant (seconds since the epoch) as plans, replies and reports print it."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -19,9 +19,18 @@ from typing import TYPE_CHECKING, Any
 from compiler.bindings import BindingError, Bindings
 from compiler.names import MAX_NAME_BYTES, shown, too_long_reason
 from compiler.problems import Hints, Problem, Severity, Where
-from compiler.supply_map import SCHEMA_VERSION, DecodedMap, Entry, MapReader, SupplyMap, read_map
+from compiler.supply_map import (
+    SCHEMA_VERSION,
+    DecodedMap,
+    Entry,
+    MapReader,
+    Session,
+    SupplyMap,
+    read_map,
+    session_error,
+)
 from reconciler.plan.render.common import TEXT_LIMIT, shorten
-from reconciler.protocol import ErrorCode, ProviderError, Request
+from reconciler.protocol import ErrorCode, ProviderError, Request, inventory_session, segments
 from reconciler.providers.registry import open_bound
 
 if TYPE_CHECKING:
@@ -106,6 +115,7 @@ class _Report:
     generation: int | None = None
     reason: str | None = None
     problem: Problem | None = None
+    session: Session | None = None  # since when it serves its present session (P8)
 
 
 def too_long(key: str, value: str) -> str | None:
@@ -125,6 +135,37 @@ def too_long(key: str, value: str) -> str | None:
         why = too_long_reason(name)
         if why is not None:
             return f"'{key}' {shown(value)} holds a name that is too long: {why}"
+    return None
+
+
+# The topology maps (R5) found valid: a site has few places (a rack, a switch), so each is
+# checked once, not once per host; bounded, whatever a provider sends. The last one is
+# kept apart: hosts come group by group, and one comparison is the cheapest test.
+_PLACES_SEEN: set[tuple[tuple[str, str], ...]] = set()
+_MAX_PLACES_SEEN = 4096
+_LAST_PLACE: list[object] = [object()]  # equal to nothing until a place is seen
+
+
+def topology_error(value: object) -> str | None:
+    """What is wrong with an entry's ``attributes.topology`` (a segment map, as the
+    protocol's ``segments`` checks it), or None."""
+    if value == _LAST_PLACE[0]:
+        return None
+    if isinstance(value, dict):
+        try:
+            if tuple(value.items()) in _PLACES_SEEN:
+                _LAST_PLACE[0] = value
+                return None
+        except TypeError:  # a value that no label is (a list)
+            pass
+    try:
+        place = segments(value, "'attributes.topology'")
+    except ProviderError as err:
+        return shorten(err.message, TEXT_LIMIT)  # the value may be any size
+    if len(_PLACES_SEEN) >= _MAX_PLACES_SEEN:
+        _PLACES_SEEN.clear()
+    _PLACES_SEEN.add(tuple(place.items()))
+    _LAST_PLACE[0] = place
     return None
 
 
@@ -154,6 +195,11 @@ def entry_errors(doc: object) -> list[tuple[str | None, str]]:
         value = get(key)
         if value is not None and not isinstance(value, Mapping):
             errs.append((key, f"'{key}' must be an object"))
+    attributes = get("attributes")
+    if isinstance(attributes, dict) and "topology" in attributes:  # JSON's objects
+        why = topology_error(attributes["topology"])
+        if why is not None:
+            errs.append(("attributes", why))
     for key in longer:
         why = too_long(key, doc[key])
         if why is not None:
@@ -186,6 +232,10 @@ def _parse_inventory(provider: str, result: Mapping[str, Any]) -> _Report:
                         "2**64-1")
     if not isinstance(result.get("complete"), bool) or not isinstance(entries, list):
         return _garbage(provider, "inventory needs a boolean 'complete' and an 'entries' list")
+    try:
+        session = inventory_session(result)
+    except ProviderError as err:
+        return _garbage(provider, err.message)
     if not result["complete"]:
         message = f"provider '{provider}' reported a partial inventory (complete: false)"
         problem = HINTS.problem(PARTIAL, message, provider, severity=Severity.WARNING)
@@ -202,7 +252,7 @@ def _parse_inventory(provider: str, result: Mapping[str, Any]) -> _Report:
             return _garbage(provider, f"entry {shown(doc['id'])} is listed twice")
         entry = Entry.from_json(doc)
         parsed[entry.id] = entry if entry.provider else replace(entry, provider=provider)
-    return _Report(provider, list(parsed.values()), generation)
+    return _Report(provider, list(parsed.values()), generation, session=session)
 
 
 def _ask(provider: str, bindings: Bindings, workdir: Path, owner: str) -> _Report:
@@ -296,6 +346,8 @@ def _gathered(bindings: Bindings, workdir: Path, owner: str, max_workers: int,
         unknown=dict(sorted(unknown.items())),
         generations=generations,
         unknown_entries=merged.contested,
+        sessions={r.provider: r.session for r in reports
+                  if r.session is not None and r.reason is None},
     )
     return LiveResult(live, (*problems, *merged.problems))
 
@@ -402,17 +454,23 @@ def _is_generation(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**64
 
 
+def _is_session(value: object) -> bool:
+    return session_error(value) is None
+
+
 # What the planner reads from each provider: why it did not report, and its generation
-# (the empty-inventory guard tells a new provider by it); and why single entries are unknown.
+# (the empty-inventory guard tells a new provider by it); why single entries are unknown;
+# and since when it serves its session (the settle window).
 _PER_PROVIDER = (("unknown", _is_reason, "a reason (a string)"),
                  ("generations", _is_generation, "a whole number ≥ 0"),
-                 ("unknown_entries", _is_reason, "a reason (a string)"))
+                 ("unknown_entries", _is_reason, "a reason (a string)"),
+                 ("sessions", _is_session, "a session {\"id\": text, \"since\": seconds ≥ 0}"))
 
 
 def _field_problems(doc: Mapping[str, Any], file: str) -> list[Problem]:
     problems = [
         Problem(SNAPSHOT_SHAPE, f"'{key}' must be an object", "", Where(file, (key,)))
-        for key in ("unknown", "generations", "settings", "unknown_entries")
+        for key in ("unknown", "generations", "settings", "unknown_entries", "sessions")
         if doc.get(key) is not None and not isinstance(doc[key], Mapping)
     ]
     if problems:
@@ -431,6 +489,8 @@ def _plain_entry(e: Entry) -> bool:
     keep the two in step. An integer beyond 64 bits is a float to orjson, so an error."""
     return bool(e.kind and e.state and e.source and e.id.startswith(e.kind + "/")
                 and (e.amount is None or e.amount in _INT64)
+                and ("topology" not in e.attributes
+                     or topology_error(e.attributes["topology"]) is None)
                 and (_surely_short(e) or all(too_long(key, getattr(e, key) or "") is None
                                              for key in _TEXT_FIELDS)))
 

@@ -27,7 +27,7 @@ from reconciler.live import (
 )
 from reconciler.plan.model import Plan
 from reconciler.planner import make_plan
-from reconciler.state.store import StateStore
+from reconciler.state.store import ProvisionAttempts, StateStore
 
 if TYPE_CHECKING:  # the YAML reader is imported only where a site is compiled
     from compiler.yaml_source import Locator
@@ -201,13 +201,23 @@ def gather(desired: Desired, workdir: Path, live_file: Path | None = None,
     return Live(checked.live, (*found.problems, *checked.problems))
 
 
+def recorded_attempts(store: StateStore | None,
+                      desired: Desired) -> dict[str, ProvisionAttempts]:
+    """The provisioning failures the state store recorded for this site (P6, the backoff
+    of ``plan_for``); none without a store."""
+    if store is None:
+        return {}
+    return store.provision_attempts(desired.supply.site or desired.supply.owner)
+
+
 def plan_for(desired: Desired, live: Live, *, now: float, targets: Collection[str] = (),
              destroy: bool = False, force: bool = False,
-             applied_before: bool | None = None) -> Plan:
+             applied_before: bool | None = None,
+             attempts: Mapping[str, ProvisionAttempts] | None = None) -> Plan:
     """Raises UserError when an applied dataset version would change (dataset_versions)."""
     corrections = enforce_versions(desired.supply, live.supply, desired.versions)
     with gc_paused():  # a view per compared entry: the collector would rescan both maps
         plan = make_plan(desired.supply, live.supply, now=now, targets=targets,
                          destroy=destroy, force=force, desired_digest=desired.digest,
-                         applied_before=applied_before)
+                         applied_before=applied_before, attempts=attempts)
     return explain_corrections(plan, corrections)

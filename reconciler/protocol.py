@@ -20,6 +20,7 @@ from typing import Any
 
 from compiler.names import invisible_reason, too_long_reason
 from compiler.secrets import SecretError, resolve
+from compiler.supply_map import Session
 
 CORE_VERBS = ("info", "probe", "inventory", "create", "update", "delete", "capacity")
 # Optional capability -> the verbs it adds (CSI: PUBLISH_UNPUBLISH_VOLUME with
@@ -237,6 +238,19 @@ class Reply:
                 code, str(err.get("message", "")), retry if isinstance(retry, bool) else None
             )
         )
+
+
+def inventory_session(result: Mapping[str, Any]) -> Session | None:
+    """The optional ``session`` of an inventory result (P8): since when the provider serves
+    its present session. A malformed one is the provider's bug (INTERNAL): a provider that
+    cannot say when it restarted cannot say that it has settled either."""
+    raw = result.get("session")
+    if raw is None:
+        return None
+    try:
+        return Session.from_json(raw)
+    except ValueError as err:
+        raise ProviderError(ErrorCode.INTERNAL, f"inventory {err}") from None
 
 
 def _invalid(message: str) -> ProviderError:

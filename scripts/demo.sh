@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the example site with the embedded defaults:
-# compile → plan → apply → drift check (a plan that must show nothing to do), then drift
+# compile → plan → apply → drift check (a plan that must show nothing to do), what the
+# scheduler reads (locality, topology), job directories and a retention preview, then drift
 # made on purpose and reported by xce-drift (build/drift.html, build/drift.txt).
 # Everything lives in <site>/.xce (controller map, state store, provider roots) and build/.
 set -euo pipefail
@@ -36,7 +37,32 @@ rc=0; xce-plan "$site" || rc=$?
 [ "$rc" -eq 0 ] || { echo "drift check exited $rc, expected 0"; exit 1; }
 
 echo
-echo "== 6. drift on purpose: bob's directory removed by hand, cn0001 reported lost"
+echo "== 6. what the scheduler reads: the L1 attributes of group gpu and host gn001"
+xce-map --site "$site" show --format json | python3 -c '
+import json, sys
+entries = {e["id"]: e for e in json.load(sys.stdin)["entries"]}
+for eid, keys in (("host-group/gpu", ("datasets", "mounts")), ("host/gn001", ("topology", "mounts"))):
+    attrs = entries[eid]["attributes"]
+    print(f"  {eid}: " + "; ".join(f"{k} {json.dumps(attrs[k])}" for k in keys))'
+
+echo
+echo "== 7. jobs: workers write job directories on the shared volume; the map records the jobs"
+vol="$workdir/fs/shared/xce"
+ago() { date -u -d "$1 days ago" +%Y-%m-%dT%H:%M:%SZ; }
+mkdir -p "$vol"/alice/{1001,1002}/{in,out,err} "$vol"/bob/1003/{1,2,3}/{in,out,err} \
+    "$vol/bob/1003/2/attempt-2/out" "$vol/carol/977/out"   # 1003: an array; 977: unknown job
+echo "result" > "$vol/alice/1001/out/result.txt"
+xce-map --site "$site" job start 1001 1002 --user alice --at "$(ago 20)" > /dev/null
+xce-map --site "$site" job start 1003 --user bob --at "$(ago 18)" > /dev/null
+xce-map --site "$site" job end 1001 1003 --at "$(ago 17)"
+echo "  Retention (storage/volumes.yaml): keep 14d from the job's end. Plan now: nothing to"
+echo "  evict, every tree was just written. A preview 15 days ahead (xce-plan --as-of +15d):"
+rc=0; xce-plan "$site" --as-of +15d --destroy > build/preview.txt 2> /dev/null || rc=$?
+[ "$rc" -eq 2 ] || { cat build/preview.txt; echo "the preview exited $rc, expected 2"; exit 1; }
+grep -E "job-dir/" build/preview.txt | sed 's/^/  /'
+
+echo
+echo "== 8. drift on purpose: bob's directory removed by hand, cn0001 reported lost"
 rm -rf "$workdir/fs/shared/xce/bob"
 xce-map --site "$site" report lost cn0001   # the node manager: the machine died
 rc=0; xce-drift "$site" --out build/drift.html --out build/drift.txt > /dev/null || rc=$?
@@ -44,4 +70,4 @@ rc=0; xce-drift "$site" --out build/drift.html --out build/drift.txt > /dev/null
 sed -n '3,7p' build/drift.txt
 echo "  The drift report: build/drift.txt (text) and build/drift.html (open it in a browser)"
 echo
-echo "Done: compiled, planned, applied, no drift, then drift reported. Look around in $workdir/ and build/."
+echo "Done: compiled, planned, applied, no drift, job retention previewed, then drift reported. Look around in $workdir/ and build/."

@@ -189,7 +189,7 @@ def test_compile_markdown_of_a_valid_site_is_a_short_document(
     out = capsys.readouterr().out
     manifest = json.loads((here / "build" / "manifest.json").read_text())
     assert out.startswith("### ✅ Compiled site small\n")
-    assert "| entries | 18 |" in out and "| providers | 2 |" in out
+    assert "| entries | 19 |" in out and "| providers | 2 |" in out
     assert f"| desired digest | `{manifest['desired_digest']}` |" in out
     for name in (*manifest["outputs"], "manifest.json"):
         assert f"`build/{name}`" in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from compiler.emit.context import EmitContext
@@ -17,6 +18,16 @@ def dataset_spec(d: Dataset) -> dict[str, Any]:
     if d.correction is not None:
         spec["correction"] = d.correction.model_dump()
     return spec
+
+
+def copies_by_location(doc: SiteDocument) -> dict[str, list[str]]:
+    """The ``name@version`` copies at each location, sorted: the locality attribute (PR-3)
+    of the host group (``group/<g>``) or host (``host/<h>``) holding them."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for loc in doc.datasets:
+        for copy in loc.item.copies:
+            out[copy.location].append(loc.item.ident)
+    return {location: sorted(idents) for location, idents in out.items()}
 
 
 def emit_datasets(doc: SiteDocument, ctx: EmitContext) -> None:

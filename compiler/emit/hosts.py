@@ -9,21 +9,27 @@ from compiler.checks.hosts import HostTable
 from compiler.emit.context import EmitContext
 from compiler.hostlist import compress
 from compiler.model.document import Located, SiteDocument
-from compiler.model.hosts import HostGroup, HostOverride
+from compiler.model.hosts import HostGroup, HostOverride, topology_of
 from compiler.model.site import Site
 from compiler.supply_map import Entry
 
 Attributes = dict[str, object]
+Copies = dict[str, list[str]]  # location -> sorted name@version of the copies there
 
 
 def emit_hosts(
-    doc: SiteDocument, site: Site, table: HostTable, mounts: dict[str, list[str]], ctx: EmitContext
+    doc: SiteDocument, site: Site, table: HostTable, mounts: dict[str, list[str]], ctx: EmitContext,
+    copies: Copies,
 ) -> None:
-    """Every host group that has members, each followed by its hosts' entries."""
+    """Every host group that has members, each followed by its hosts' entries. ``copies``
+    (location → ``name@version`` list) is the locality of groups and of hosts with copies
+    of their own."""
+    own = copies if any(loc.startswith("host/") for loc in copies) else {}
     for loc in doc.host_groups:
         hosts = table.members.get(loc.item.name)
         if hosts is not None:
-            _emit_group(loc, hosts, site, table, mounts.get(loc.item.name, []), ctx)
+            _emit_group(loc, hosts, site, table, mounts.get(loc.item.name, []), ctx,
+                        (copies.get(f"group/{loc.item.name}"), own))
 
 
 def _emit_group(
@@ -33,9 +39,11 @@ def _emit_group(
     table: HostTable,
     group_mounts: list[str],
     ctx: EmitContext,
+    copies: tuple[list[str] | None, Copies],
 ) -> None:
     """The group's entry, then the hosts it wants (all, or a provisioned group's first n),
-    all from the group's item but for hosts with an override."""
+    all from the group's item but for hosts with an override. ``copies``: the group's own
+    datasets, and every host's that has copies of its own (empty when no host has)."""
     g = loc.item
     ctx.at(loc.where)
     defaults = site.defaults.host
@@ -43,12 +51,15 @@ def _emit_group(
     group_attrs: Attributes = {"hosts": compress(hosts) if hosts else "", "features": features}
     if group_mounts:
         group_attrs["mounts"] = group_mounts
+    if copies[0]:
+        group_attrs["datasets"] = copies[0]
     wanted, source, spec, provisioning = _provisioning(g, hosts, site.join_deadline)
     group_attrs.update(provisioning)
     ctx.controlled(f"host-group/{g.name}", "host-group", attributes=group_attrs)
     base = _base_attributes(g, features, group_mounts)
     counters = {**defaults.counters, **g.counters}
-    _emit_members(loc, wanted, source, spec, base, counters, _host_overrides(g, table), ctx)
+    _emit_members(loc, wanted, source, spec, base, counters, _host_overrides(g, table), ctx,
+                  copies[1])
 
 
 def _provisioning(
@@ -68,10 +79,9 @@ def _provisioning(
 def _base_attributes(g: HostGroup, features: list[str], group_mounts: list[str]) -> Attributes:
     """The attributes every host of the group shares, shared by reference until overridden."""
     attrs: Attributes = {"group": g.name, "features": features}
-    if g.rack:
-        attrs["rack"] = g.rack
-    if g.switch:
-        attrs["switch"] = g.switch
+    topology = topology_of(g)
+    if topology:
+        attrs["topology"] = topology
     if group_mounts:
         attrs["mounts"] = group_mounts
     return attrs
@@ -101,10 +111,10 @@ def _overridden(
         attrs = dict(attrs)
         if ov.features is not None:
             attrs["features"] = sorted(set(ov.features))
-        if ov.rack is not None:
-            attrs["rack"] = ov.rack
-        if ov.switch is not None:
-            attrs["switch"] = ov.switch
+        topology = topology_of(ov)
+        if topology:  # merged over the group's key by key
+            here = attrs.get("topology")
+            attrs["topology"] = {**(here if isinstance(here, dict) else {}), **topology}
         counters = {**counters, **ov.counters}
     return attrs, counters
 
@@ -118,10 +128,12 @@ def _emit_members(
     counters: dict[str, int],
     overrides: Overrides,
     ctx: EmitContext,
+    own: Copies,
 ) -> None:
     """Each host, its instance if provisioned, and its counters: the bulk of a big site,
     so entries are built positionally with a bound ``append``. A host with an override
-    comes from the override's item, every other host from the group's."""
+    comes from the override's item, every other host from the group's; a host with copies
+    of its own (``own``) gets its ``datasets``, the others keep sharing the group's dict."""
     g = loc.item
     add, controller, owner, prov = ctx.entries.append, ctx.controller, ctx.owner, g.provisioned
     for h in wanted:
@@ -132,6 +144,8 @@ def _emit_members(
         else:
             attrs, host_counters = base, counters
         location = f"host/{h}"
+        if own and location in own:
+            attrs = {**attrs, "datasets": own[location]}
         add(Entry(location, "host", "available", source, controller, None, None, attrs, spec,
                   owner))
         if prov is not None:

@@ -76,16 +76,20 @@ def _emit_volume(v: Volume, users: list[str], ctx: EmitContext) -> None:
         "group": v.root.group,
     }
     if v.retention is not None:
-        spec["retention"] = v.retention
+        spec.update(v.retention.spec())
     attrs: dict[str, object] = {"mounted_by": sorted(v.mounted_by)}
     used_by = v.used_by.model_dump(exclude_defaults=True)
     if used_by:
         attrs["used_by"] = {k: sorted(x) for k, x in used_by.items()}
+    if v.default:
+        attrs["default"] = True
     location = f"volume/{v.name}"
     ctx.add(
         Entry(location, "volume", "available", "config", v.provider, None, v.capacity, attrs,
               spec, ctx.owner)
     )
+    # the capacity as a pool counter the scheduler charges job output to (PR-6)
+    ctx.controlled(f"counter/capacity@{location}", "counter", v.capacity, location=location)
     for user in users:
         ctx.add(
             Entry(

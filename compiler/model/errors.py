@@ -11,6 +11,7 @@ from pydantic_core import ErrorDetails
 
 from compiler import codes
 from compiler.model.drift import OWN_MESSAGES as DRIFT_MESSAGES
+from compiler.model.retention import OWN_MESSAGES as RETENTION_MESSAGES
 from compiler.names import did_you_mean, visible
 from compiler.problems import Problem, Where
 from compiler.secrets import is_secret_key
@@ -46,6 +47,7 @@ _OWN_MESSAGE = {
     "mode": (codes.NOT_ALLOWED, 'write 3 or 4 octal digits in quotes, e.g. mode: "0700"'),
     "mode_number": (codes.NOT_ALLOWED, 'write the mode in quotes, e.g. mode: "0700"'),
     **DRIFT_MESSAGES,
+    **RETENTION_MESSAGES,
 }
 
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field, model_validator
+import re
+from typing import Annotated, Any
 
-from compiler.model.forms import given, unset
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from compiler.model import forms
+from compiler.model.forms import JsonForm, given, unset
 from compiler.model.types import (
     Amount,
     Count,
@@ -16,13 +21,69 @@ from compiler.model.types import (
     Name,
     Strict,
 )
+from compiler.names import invisible_reason, shown, too_long_reason
 
 _COUNT_OR_BOUNDS = "give either 'count' or 'min'/'max', not both"
 COUNTERS = "counters of each host (slots, mem, gpu, nvme, …): a count or a size"
+# The provider protocol's grammar of a topology key (reconciler/protocol.py), so that every
+# key a site writes is one a provider and the live map accept: a name, optionally under a
+# domain (``block``, ``site.example/pod``), ending in a letter or digit.
+TOPOLOGY_KEY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._/-]*[A-Za-z0-9])?")
+_KEY_FORM = "letters, digits, '.', '_', '-' or '/', starting and ending with a letter or digit"
+SHORTHANDS = ("rack", "switch")  # ``rack: A`` is ``topology: {rack: A}``
+
+
+def _topology_key(v: Any) -> str:
+    if not isinstance(v, str):
+        raise PydanticCustomError("string_type", "expected a topology key (a string)")
+    reason = too_long_reason(v) or invisible_reason(v)
+    if reason is None and not TOPOLOGY_KEY.fullmatch(v):
+        reason = _KEY_FORM
+    if reason:
+        raise PydanticCustomError("name", f"{shown(v)} is not a topology key: {reason}")
+    return v
+
+
+def _topology_label(v: str) -> str:
+    """Not empty: a place with an empty label is no place (the protocol refuses it)."""
+    if not v:
+        raise PydanticCustomError("name", "a topology label is empty: name the place, or "
+                                  "leave the key out")
+    return v
+
+
+TopologyKey = Annotated[
+    str,
+    BeforeValidator(_topology_key),
+    JsonForm(
+        lambda: {
+            **forms.name_form(f"^{TOPOLOGY_KEY.pattern}$"),
+            "errorMessage": "a topology key: " + _KEY_FORM,
+        },
+        "topology-key",
+    ),
+]
+TopologyLabel = Annotated[
+    Label,
+    AfterValidator(_topology_label),
+    JsonForm(lambda: {**forms.label_form(), "minLength": 1}, "topology-label"),
+]
+TOPOLOGY = "where the hosts are: topology key (one of site.topology) → label"
+# Editors flag a key written both as a shorthand and in the map, as the compiler does.
+_ONE_SPELLING = ConfigDict(json_schema_extra={"allOf": [
+    {"if": given(key), "then": {"properties": {"topology": {
+        "not": {"required": [key]},
+        "errorMessage": f"'{key}' is given already, by the shorthand '{key}:'",
+    }}}}
+    for key in SHORTHANDS
+]})
 
 
 class HostOverride(Strict):
-    """Per-host values that replace the group's (counters merge; features replace)."""
+    """Per-host values that replace the group's (counters and topology merge; features
+    replace)."""
+
+    model_config = _ONE_SPELLING
 
     counters: dict[Name, Amount] = Field(
         default_factory=dict,
@@ -34,13 +95,16 @@ class HostOverride(Strict):
         description="features of these hosts, replacing the group's",
         examples=[["avx512", "ib-hdr", "bigmem-lite"]],
     )
-    rack: Label | None = Field(
-        default=None, description="the rack of these hosts, replacing the group's", examples=["A01"]
+    rack: TopologyLabel | None = Field(
+        default=None, description="shorthand for topology.rack", examples=["A01"]
     )
-    switch: Label | None = Field(
-        default=None,
-        description="the switch of these hosts, replacing the group's",
-        examples=["leaf-a"],
+    switch: TopologyLabel | None = Field(
+        default=None, description="shorthand for topology.switch", examples=["leaf-a"]
+    )
+    topology: dict[TopologyKey, TopologyLabel] = Field(
+        default_factory=dict,
+        description=TOPOLOGY + ", merged over the group's key by key",
+        examples=[{"rack": "A02"}],
     )
 
 
@@ -91,6 +155,8 @@ class Provisioned(Strict):
 
 
 class HostGroup(Strict):
+    model_config = _ONE_SPELLING
+
     name: Name = Field(description="the group's name, unique among host groups", examples=["cpu-a"])
     description: Description = Field(
         default="",
@@ -113,9 +179,16 @@ class HostGroup(Strict):
         description="attributes placement can ask for, added to the site's default features",
         examples=[["avx512", "ib-hdr"]],
     )
-    rack: Label | None = Field(default=None, description="the rack of each host", examples=["A"])
-    switch: Label | None = Field(
-        default=None, description="the switch of each host", examples=["leaf-a"]
+    rack: TopologyLabel | None = Field(
+        default=None, description="shorthand for topology.rack", examples=["A"]
+    )
+    switch: TopologyLabel | None = Field(
+        default=None, description="shorthand for topology.switch", examples=["leaf-a"]
+    )
+    topology: dict[TopologyKey, TopologyLabel] = Field(
+        default_factory=dict,
+        description=TOPOLOGY + " of each host",
+        examples=[{"rack": "A", "switch": "leaf-a", "block": "b1"}],
     )
     overrides: dict[HostlistKey, HostOverride] = Field(
         default_factory=dict,
@@ -127,3 +200,11 @@ class HostGroup(Strict):
         description="the group's hosts are created on demand by a provider (cloud burst)",
         examples=[{"provider": "cloud-burst", "template": "c6i.8xlarge", "count": 8}],
     )
+
+
+def topology_of(item: HostGroup | HostOverride) -> dict[str, str]:
+    """A group's or override's own topology: the ``rack``/``switch`` shorthands and the
+    ``topology`` map (a key in both is refused by the checks)."""
+    out = {key: label for key in SHORTHANDS if (label := getattr(item, key)) is not None}
+    out.update(item.topology)
+    return out

@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from compiler.model.discovery import DiscoverySetting
+from compiler.model.hosts import SHORTHANDS, TopologyKey
 from compiler.model.types import Amount, Count, Description, Duration, Name, Strict
 
 ManagementLevel = Literal["observe", "report", "correct", "correct-destructive"]
@@ -20,6 +22,7 @@ EntryKind = Literal[
     "dataset-copy",
     "volume",
     "volume-dir",
+    "job-dir",
     "quota",
 ]
 
@@ -59,6 +62,46 @@ class Safety(Strict):
     )
 
 
+class Settle(Strict):
+    """The settle window (P8): after a provider's session changes (a controller restart, a
+    proxy failover), orphan and never-joined removals resting on it wait."""
+
+    wait: Literal["window", "rejoin"] = Field(
+        default="window",
+        description="window: wait the whole window; rejoin: wait until every worker the "
+        "provider holds has reported again since, at most the window",
+        examples=["rejoin"],
+    )
+    window: Duration = Field(
+        default=600,
+        description="how long after the session began the removals wait (0: not at all)",
+        examples=["10m"],
+    )
+
+
+class Provisioning(Strict):
+    """Re-provisioning an instance whose host never joined (P6): a backoff that doubles per
+    failure, and a limit. Unset values take the planner's defaults (docs/plan.md,
+    "Provisioning backoff"), the one place they are defined: 3 attempts, 15m, 6h."""
+
+    attempts: Annotated[int, Field(ge=1, le=1000)] | None = Field(
+        default=None,
+        description="provisioning attempts whose host never joins before the plan gives up "
+        "(default 3)",
+        examples=[3],
+    )
+    backoff: Duration | None = Field(
+        default=None,
+        description="the wait after the first failure, doubled after each further one "
+        "(default 15m)",
+        examples=["15m"],
+    )
+    max_backoff: Duration | None = Field(
+        default=None, description="the longest wait between two attempts (default 6h)",
+        examples=["6h"],
+    )
+
+
 class HostDefaults(Strict):
     counters: dict[Name, Amount] = Field(
         default_factory=dict,
@@ -87,10 +130,11 @@ class Site(Strict):
     description: Description = Field(
         default="", description="what the site is, for people", examples=["East campus HPC cluster"]
     )
-    discovery: Literal["report", "admit", "reject"] = Field(
+    discovery: DiscoverySetting = Field(
         default="report",
-        description="what to do with a host that joins but no entry expects",
-        examples=["report"],
+        description="what to do with a host that joins but no entry expects: a policy, or a "
+        "mapping with name patterns, a group and counters",
+        examples=["report", {"policy": "admit", "names": ["burst*"], "group": "burst"}],
     )
     join_deadline: Duration = Field(
         default=1800,
@@ -102,10 +146,25 @@ class Site(Strict):
         description="release provisioned instances whose host never joined by the deadline",
         examples=[True],
     )
+    settle: Settle = Field(
+        default_factory=Settle,
+        description="after a provider restarts or fails over, how long orphan removals wait",
+        examples=[{"wait": "rejoin", "window": "10m"}],
+    )
+    provisioning: Provisioning = Field(
+        default_factory=Provisioning,
+        description="how often an instance whose host never joined is provisioned again",
+        examples=[{"attempts": 3, "backoff": "15m", "max_backoff": "6h"}],
+    )
     defaults: SiteDefaults = Field(
         default_factory=SiteDefaults,
         description="what every host gets unless its group says otherwise",
         examples=[{"host": {"counters": {"slots": 64, "mem": "256GiB"}}}],
+    )
+    topology: list[TopologyKey] = Field(
+        default_factory=lambda: list(SHORTHANDS),
+        description="the site's topology keys: the only keys a host group's topology may use",
+        examples=[["rack", "switch", "block"]],
     )
     management: dict[EntryKind, ManagementLevel] = Field(
         default_factory=dict,

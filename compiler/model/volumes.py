@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import Field
 
+from compiler.model.retention import RetentionForm
 from compiler.model.types import (
     Description,
-    Duration,
     Label,
     Mode,
     Name,
@@ -110,15 +110,21 @@ class Volume(Strict):
         description="mode and owner of each user's directory",
         examples=[{"mode": "0700", "owner": "user"}],
     )
-    retention: Duration | None = Field(
+    retention: RetentionForm | None = Field(
         default=None,
-        description="how long a job directory is kept; without it, kept",
-        examples=["14d"],
+        description="how long a job directory is kept after its job: a duration, or keep, "
+        "from, unfetched, orphans; without it, kept",
+        examples=["14d", {"keep": "7d", "from": "output-fetch", "unfetched": "30d"}],
     )
     used_by: UsedBy = Field(
         default_factory=UsedBy,
         description="which jobs use the volume: by application profile, queue or project",
         examples=[{"queues": ["normal", "gpu"], "projects": ["climate"]}],
+    )
+    default: bool = Field(
+        default=False,
+        description="the volume of the jobs that no volume's used_by claims; at most one",
+        examples=[True],
     )
     users: list[SafeName] = Field(
         default_factory=list,

@@ -6,7 +6,9 @@ op in doubt is sent again with the same op_id and the provider deduplicates it. 
 that ran out of time, or whose reply was lost or garbled, may have been done: it fails in
 the report but stays in doubt in the journal. A reply ``ABORTED`` means a newer epoch
 fenced this runner off: it stops, and writes nothing more for that op (the newer runner
-owns it now).
+owns it now). The release of an instance whose host never joined records its failed
+provisioning attempt (P6) before the first call, keyed by the instance released, so a
+resumed run counts it once (docs/apply.md, "Provisioning failures").
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class CallContext:
     retry: RetryPolicy
     check_lease: Callable[[], None]  # raises LockLost / StateError once the lease is gone
     destroy: bool = False  # the run may destroy: deletes may remove data
+    site: str = ""  # the site's key in the store (provisioning failures are per site)
 
 
 def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
@@ -73,6 +76,10 @@ def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
         return finish(Status.FAILED, 0, codes.NO_PROVIDER, err.message, err.code.value)
     planned = planned_op(op, action)
     request = request_for(action, op, ctx.epoch, ctx.owner, destroy=ctx.destroy)
+    failed = action.failed_attempt
+    if failed is not None:  # before the call: whoever sees the instance gone sees it counted
+        ctx.store.record_provision_failure(ctx.site, action.entry, failures=failed.attempt,
+                                           template=failed.template, instance=failed.instance)
     attempt = 0
     doubtful = False  # once any attempt may have done the op, it stays in doubt
     while True:

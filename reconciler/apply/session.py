@@ -29,7 +29,7 @@ from reconciler.apply.progress import Silent, Sink
 from reconciler.apply.provider_pool import Transports
 from reconciler.apply.recovery import Recovery, op_key, recover, run_prefix
 from reconciler.apply.report import ApplyReport, Outcome, Status
-from reconciler.pipeline import Desired, gather, plan_for
+from reconciler.pipeline import Desired, gather, plan_for, recorded_attempts
 from reconciler.plan.file import SavedPlan, stale_entries
 from reconciler.plan.model import Plan
 from reconciler.planner.settings import read_settings
@@ -128,7 +128,7 @@ def _fresh_plan(run: _Run, source: FreshPlan) -> Plan:
     applied = run.store.get_applied(run.desired.supply.site) is not None
     return plan_for(run.desired, live, now=time.time(), targets=source.targets,
                     destroy=run.options.allow_destroy, force=source.force,
-                    applied_before=applied)
+                    applied_before=applied, attempts=recorded_attempts(run.store, run.desired))
 
 
 def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: Heartbeat,
@@ -171,7 +171,8 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
                                               hint=codes.HINTS[code]))
     transports = Transports(run.desired.bindings, run.workdir)
     ctx = CallContext(run.store, run_id, run.epoch, supply.owner, transports,
-                      run.options.retry, beat.check, destroy=allow_destroy)
+                      run.options.retry, beat.check, destroy=allow_destroy,
+                      site=supply.site or supply.owner)
     executor = Executor(graph, op_ids, lambda a: perform(ctx, graph.actions[a], op_ids[a]),
                         bound=run.options.parallelism,
                         settled=lambda o: _settled(run, run_id, executor, o))
@@ -183,13 +184,23 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
         run.sink.close()
     report = _report(run, plan, run_id, outcomes=outcomes, stopped=executor.stopped,
                      digest=digest)
-    clean = report.result == "applied" and all(o.ok for o in outcomes)
-    status = (RunStatus.INTERRUPTED if executor.stopped is not None  # incomplete: succeeded
+    _finish(run, run_id, plan, report, partial=partial)
+    return report
+
+
+def _finish(run: _Run, run_id: str, plan: Plan, report: ApplyReport, *, partial: bool) -> None:
+    """Close the run and, unless it was stopped (the site may be another runner's now),
+    forget the provisioning failures whose host joined since (``Plan.attempts_reset``);
+    a complete apply of the whole config is the site's last applied one."""
+    supply = run.desired.supply
+    site = supply.site or supply.owner
+    status = (RunStatus.INTERRUPTED if report.stopped is not None  # incomplete: succeeded
               else RunStatus.FAILED if report.result == "failed" else RunStatus.SUCCEEDED)
     run.store.finish_run(run_id, status)
-    if clean and not partial:
-        run.store.set_applied(supply.site or supply.owner, run.desired.digest, supply.revision)
-    return report
+    if report.stopped is None:
+        run.store.clear_provision_attempts(site, plan.attempts_reset)
+    if report.result == "applied" and all(o.ok for o in report.outcomes) and not partial:
+        run.store.set_applied(site, run.desired.digest, supply.revision)
 
 
 def _settled(run: _Run, run_id: str, executor: Executor, outcome: Outcome) -> None:

@@ -37,6 +37,7 @@ from reconciler.pipeline import (
     gather,
     load_desired,
     plan_for,
+    recorded_attempts,
 )
 from reconciler.state import StateStore, chosen_store, open_store
 from reconciler.state.urls import SqliteTarget, parse_target
@@ -139,7 +140,8 @@ def _body(argv: list[str] | None) -> int:
     with _ledger(args.state, workdir, record=not args.no_record) as store:
         live = _live(desired, workdir, args.live, store)
         applied = None if store is None else store.get_applied(desired.supply.site) is not None
-        plan = plan_for(desired, live, now=at.timestamp(), applied_before=applied)
+        plan = plan_for(desired, live, now=at.timestamp(), applied_before=applied,
+                        attempts=recorded_attempts(store, desired))
         report = make_report(desired, live, plan, _fixer(site, args.desired), at=at,
                              store=store, record=not args.no_record, rules=rules_of(drift))
         notice = notifier.run(report, templates, store, at)

@@ -13,6 +13,7 @@ import shlex
 import sys
 import time
 from contextlib import AbstractContextManager, nullcontext
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from compiler.gc_pause import gc_paused
 from compiler.problem_render import render_text as render_problems
 from compiler.problems import Problem, Severity
 from compiler.textstyle import Style
+from compiler.units import UnitError, format_utc, parse_duration
 from reconciler.cli.options import add_workdir
 from reconciler.pipeline import (
     STATE_FILE,
@@ -30,6 +32,7 @@ from reconciler.pipeline import (
     gather,
     load_desired,
     plan_for,
+    recorded_attempts,
     unreported,
 )
 from reconciler.plan import reviewed
@@ -90,10 +93,38 @@ def parser() -> argparse.ArgumentParser:
                    help="render a plan saved with --out in --format, asking no provider "
                    "(github: its annotations, on the lines of the site the plan was made "
                    "from); exit 0 or 2 as the plan")
+    p.add_argument("--as-of", metavar="WHEN", type=_instant,
+                   help="a preview: plan as if it were WHEN (ISO 8601, UTC without a zone, "
+                   "or +DURATION from now, e.g. +15d), to see what retention, join deadlines, "
+                   "settle windows and backoffs will do by then; never saved nor recorded")
     p.add_argument("--full-plan-artifact", metavar="NAME",
                    help="name of the CI artifact that keeps the --out plan file: a truncated "
                    "markdown plan names it as where the full plan is (only when it was saved)")
     return p
+
+
+def _instant(text: str) -> float:
+    """``--as-of``: an ISO 8601 time (UTC unless it names a zone) or ``+DURATION``."""
+    try:
+        if text.startswith("+"):
+            return time.time() + parse_duration(text[1:])
+        moment = datetime.fromisoformat(text)
+    except (UnitError, ValueError) as err:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither an ISO 8601 time nor "
+                                         f"+DURATION ({err})") from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _now(args: argparse.Namespace) -> float:
+    """The time the plan is made for: now, or a preview's ``--as-of``, never saved."""
+    if args.as_of is None:
+        return time.time()
+    if args.out is not None or args.record:
+        parser().error("--as-of plans for another time: a preview that is never applied, so "
+                       "it takes neither --out nor --record")
+    sys.stderr.write(f"A preview as of {format_utc(args.as_of)}: what a plan would do then, "
+                     "if nothing else changed\n")
+    return float(args.as_of)
 
 
 def _history(state: str | None, workdir: Path,
@@ -194,14 +225,16 @@ def _body(argv: list[str] | None) -> int:
     existed = workdir.is_dir()  # before the providers are asked: they make their folders
     if args.record and args.target:
         parser().error("--record keeps the plan of the whole config for review: drop --target")
+    now = _now(args)
     with _history(args.state, workdir, create=args.record) as store:
         live = gather(desired, workdir, args.live, store=store, accept=args.accept_generation)
         applied = None if store is None else store.get_applied(desired.supply.site) is not None
+        attempts = recorded_attempts(store, desired)
         origin = origin_here(None if args.desired else site, args.desired, workdir,
                              existed=existed, beside=args.workdir is None, store=store,
                              default_store=workdir / STATE_FILE, option=args.state)
-    plan = plan_for(desired, live, now=time.time(), targets=args.target, destroy=args.destroy,
-                    force=args.force, applied_before=applied)
+    plan = plan_for(desired, live, now=now, targets=args.target, destroy=args.destroy,
+                    force=args.force, applied_before=applied, attempts=attempts)
     err_style = Style.for_stream(sys.stderr)
     problems = [*desired.warnings, *live.problems]
     if args.live is not None:  # a snapshot's unknown providers explain the exit code

@@ -35,6 +35,9 @@ PLAN_TOO_OLD = "XCE769"
 UNREVIEWED = "XCE770"
 UNREVIEWED_APPLIED = "XCE771"
 NOT_RECORDED = "XCE772"
+# the planner: settings.discovery as a mapping (reconciler/planner/discovery_policy.py)
+DISCOVERY_GROUP_MISSING = "XCE725"  # settings.discovery.group not in the desired map
+DISCOVERY_BAD_PATTERN = "XCE726"  # a settings.discovery.names pattern that cannot match
 # the config diff: xce-plan --base REV (reconciler/plan/config_base.py)
 BASE_NOT_IN_GIT = "XCE740"
 BASE_NOT_FOUND = "XCE741"
@@ -68,6 +71,10 @@ HINTS = Hints({
     "default is refuse)",
     NOT_RECORDED: "fix the guard errors (or plan with --force where that is intended), then "
     "record the plan again",
+    DISCOVERY_GROUP_MISSING: "compile the site again: site.discovery.group must name one of "
+    "its host groups",
+    DISCOVERY_BAD_PATTERN: "compile the site again; write each pattern as a hostlist "
+    "(cn[0001-0100]) or a glob (burst*)",
     BASE_NOT_IN_GIT: "run xce-plan in a clone of the site's repository, or leave out --base",
 })
 problem = HINTS.problem

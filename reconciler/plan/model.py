@@ -99,8 +99,27 @@ class FieldChange:
 
 
 @dataclass(frozen=True, slots=True)
+class FailedAttempt:
+    """What the apply records when it releases an instance whose host never joined (P6):
+    provisioning attempt ``attempt`` from ``template`` failed, ``instance`` names the one
+    released (docs/plan.md, "Provisioning backoff")."""
+
+    attempt: int
+    template: str
+    instance: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"attempt": self.attempt, "template": self.template, "instance": self.instance}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> FailedAttempt:
+        return cls(int(doc["attempt"]), str(doc["template"]), str(doc["instance"]))
+
+
+@dataclass(frozen=True, slots=True)
 class Action:
-    """One step of the apply; ``depends_on`` lets the applier run independent steps at once."""
+    """One step of the apply; ``depends_on`` lets the applier run independent steps at once.
+    ``failed_attempt`` is set on the release of an instance whose host never joined."""
 
     id: str
     verb: Verb
@@ -113,9 +132,10 @@ class Action:
     before: Mapping[str, Any] | None = None
     after: Mapping[str, Any] | None = None
     changes: tuple[FieldChange, ...] = ()
+    failed_attempt: FailedAttempt | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "id": self.id,
             "action": self.verb.value,
             "entry": self.entry,
@@ -128,9 +148,13 @@ class Action:
             "after": None if self.after is None else dict(self.after),
             "changes": [c.to_json() for c in self.changes],
         }
+        if self.failed_attempt is not None:  # only then: other actions' JSON stays as it was
+            doc["failed_attempt"] = self.failed_attempt.to_json()
+        return doc
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Action:
+        failed = doc.get("failed_attempt")
         return cls(
             id=str(doc["id"]),
             verb=Verb(doc["action"]),
@@ -143,6 +167,7 @@ class Action:
             before=doc.get("before"),
             after=doc.get("after"),
             changes=tuple(FieldChange.from_json(c) for c in doc.get("changes", ())),
+            failed_attempt=None if failed is None else FailedAttempt.from_json(failed),
         )
 
 
@@ -193,6 +218,9 @@ class Plan:
     ``fingerprints`` maps every entry an action touches to the digest of its live JSON (or
     ``"absent"``): the applier refuses the plan when any of them changed since planning.
     ``problems`` holds guard violations; a plan with an error problem must not be applied.
+    ``attempts_reset`` maps instance entries whose recorded provisioning failures no longer
+    count (their host joined, config dropped them or changed their template) to the record
+    seen (its ``instance``): the apply forgets them (docs/plan.md, "Provisioning backoff").
     """
 
     actions: tuple[Action, ...]
@@ -206,6 +234,7 @@ class Plan:
     revision: str | None = None
     fingerprints: Mapping[str, str] = field(default_factory=dict)
     problems: tuple[Problem, ...] = ()
+    attempts_reset: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def blocked(self) -> bool:
@@ -238,6 +267,8 @@ class Plan:
         }
         for name, notes in self.notes().items():
             doc[name] = [n.to_json() for n in notes]
+        if self.attempts_reset:  # only then: a plan without one reads as it always did
+            doc["attempts_reset"] = dict(self.attempts_reset)
         return doc
 
     @classmethod
@@ -250,5 +281,6 @@ class Plan:
             revision=doc.get("revision"),
             fingerprints=dict(doc.get("fingerprints", {})),
             problems=tuple(_problem_from_json(p) for p in doc.get("problems", ())),
+            attempts_reset={str(k): str(v) for k, v in doc.get("attempts_reset", {}).items()},
             **lists,
         )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from compiler.cli_runner import EXIT_UNREVIEWED, Refusal
 from compiler.problems import Problem, Severity, UserError
-from reconciler.pipeline import Desired, gather, plan_for
+from reconciler.pipeline import Desired, gather, plan_for, recorded_attempts
 from reconciler.plan import codes
 from reconciler.plan.file import SavedPlan, parse_plan
 from reconciler.plan.model import Plan
@@ -120,7 +120,8 @@ def fresh_plan(desired: Desired, workdir: Path, store: StateStore, destroy: bool
     if errors:
         raise UserError(errors)
     applied = store.get_applied(site_of(desired)) is not None
-    return plan_for(desired, live, now=time.time(), destroy=destroy, applied_before=applied)
+    return plan_for(desired, live, now=time.time(), destroy=destroy, applied_before=applied,
+                    attempts=recorded_attempts(store, desired))
 
 
 def nothing_line(desired: Desired) -> str:

@@ -10,19 +10,23 @@ any of them — or the entry itself — comes from a provider whose inventory is
 an entry two providers both report, the decision is unknown too: whatever the rule wanted
 (an action or a report) is listed under ``unknown`` with the reason, and nothing is done.
 An entry absent from both maps is not thereby absent: it may sit at any provider that
-holds its kind, so such a read is unknown when one of those is.
+holds its kind, so such a read is unknown when one of those is. The same reads decide
+whether an orphan removal waits for a provider that is settling after a restart or a
+failover (``reconciler.planner.settle``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from compiler.supply_map import Entry
+from compiler.supply_map import Entry, Session
 from reconciler.plan.model import NOTE_LISTS, Action, FieldChange, Note, Verb
 from reconciler.planner.kinds import DATA_KINDS
 from reconciler.planner.settings import PlanSettings
+from reconciler.planner.settle import settling
+from reconciler.state.store import ProvisionAttempts
 
 
 def with_state(entry: Entry, state: str, **extra: Any) -> dict[str, Any]:
@@ -34,6 +38,7 @@ def with_state(entry: Entry, state: str, **extra: Any) -> dict[str, Any]:
 
 
 Rule = Callable[["Builder", Entry | None, Entry | None], None]
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -45,14 +50,19 @@ class Builder:
     live: Mapping[str, Entry]
     unknown: Mapping[str, str]  # provider -> why its inventory is unknown
     unknown_entries: Mapping[str, str] = field(default_factory=dict)  # entry id -> why
+    sessions: Mapping[str, Session] = field(default_factory=dict)  # provider -> its session
+    # instance id -> its provisioning failures in a row, from the state store (P6)
+    attempts: Mapping[str, ProvisionAttempts] = field(default_factory=dict)
     actions: list[Action] = field(default_factory=list)
     notes: dict[str, list[Note]] = field(
         default_factory=lambda: {name: [] for name in NOTE_LISTS}
     )
     # action id -> other entries whose live state the decision relied on (fingerprinted too)
     observed: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _indexes: dict[str, Any] = field(default_factory=dict)  # name -> what ``index`` built
     _reads: list[str] = field(default_factory=list)  # what the current decision read
     _kinds: dict[str, tuple[str, ...]] | None = None  # kind -> providers holding it
+    _settling: dict[str, str] | None = None  # provider -> why orphan removals wait (P8)
 
     def decide(self, rule: Rule, desired: Entry | None, live: Entry | None) -> None:
         """Run one rule on one entry; what it reads gates everything it plans or reports."""
@@ -65,7 +75,15 @@ class Builder:
         self._reads.append(entry_id)
         return self.live.get(entry_id)
 
-    def _kind_holders(self, kind: str) -> tuple[str, ...]:
+    def index(self, name: str, build: Callable[[Mapping[str, Entry]], T]) -> T:
+        """An index of the live map that ``build`` makes once per plan, on first use (the
+        hosts of each group). It leads to ids, not to decisions: a rule still ``read``s each
+        entry it relies on, and asks ``blind_to_kind`` before it trusts an absence."""
+        if name not in self._indexes:
+            self._indexes[name] = build(self.live)
+        return cast(T, self._indexes[name])
+
+    def kind_holders(self, kind: str) -> tuple[str, ...]:
         """Providers that hold entries of ``kind`` in either map (computed once, on demand)."""
         if self._kinds is None:
             index: dict[str, set[str]] = {}
@@ -84,7 +102,7 @@ class Builder:
             yield from ((p, True) for p in sorted(set(found)))
             return
         kind = entry_id.partition("/")[0]
-        yield from ((p, False) for p in self._kind_holders(kind) or sorted(self.unknown))
+        yield from ((p, False) for p in self.kind_holders(kind) or sorted(self.unknown))
 
     def _blind(self, entry_id: str, subject: bool) -> str | None:
         """Why ``entry_id`` cannot be known, worded for the entry itself or for a read."""
@@ -112,6 +130,16 @@ class Builder:
             if read != entry.id:
                 why = self._blind(read, subject=False)
         return why
+
+    def blind_to_kind(self, kind: str) -> str | None:
+        """Why the live map may lack entries of ``kind`` that exist (a provider that may hold
+        them did not report fully, or such an id is contested), or None. A decision that rests
+        on their absence (a host group deleted once none of its hosts is left) asks this."""
+        if not self.unknown and not self.unknown_entries:
+            return None
+        prefix = f"{kind}/"
+        contested = sorted(i for i in self.unknown_entries if i.startswith(prefix))
+        return self._blind(contested[0] if contested else f"{prefix}*", subject=False)
 
     def note(self, where: str, entry: Entry, reason: str) -> None:
         """Report ``entry`` in list ``where``, unless the report rests on an unknown."""
@@ -156,6 +184,21 @@ class Builder:
                              "(--destroy)")
         return None
 
+    def _unsettled(self, entry: Entry, observed: tuple[str, ...]) -> str | None:
+        """Why an orphan removal waits (a provider it rests on is settling), or None.
+        The providers' settle state is computed on the first orphan removal of the plan."""
+        if not self.sessions:
+            return None
+        if self._settling is None:
+            self._settling = settling(self.settings.settle, self.sessions, self.live, self.now)
+        if not self._settling:
+            return None
+        rests_on = {p for read in (*self._reads, *observed) for p, _ in self._holders(read)}
+        if entry.provider:
+            rests_on.add(entry.provider)
+        waits = [self._settling[p] for p in sorted(rests_on) if p in self._settling]
+        return "; ".join(waits) or None
+
     def act(
         self,
         verb: Verb,
@@ -168,6 +211,7 @@ class Builder:
         unacted: str = "drift_reported",
         claim: bool = False,
         observed: tuple[str, ...] = (),
+        orphan: bool = False,
     ) -> bool:
         """Plan ``verb`` on ``entry`` if policy allows; otherwise note it in ``unacted``.
 
@@ -175,10 +219,15 @@ class Builder:
         ``observed`` names entries the decision read that the rule was handed rather than
         ``read`` (a host's own state, when its instance is released). Everything read gates
         the action and is fingerprinted, so the apply also refuses the plan when it changed.
-        Returns whether the action was planned.
+        ``orphan`` marks the removal of something no config claims (never joined, unknown
+        to the controller): it waits while a provider it rests on settles after a restart or
+        failover (P8). Returns whether the action was planned.
         """
         withheld = self._withheld(verb, entry, reason, before, claim=claim, observed=observed,
                                   unacted=unacted)
+        if withheld is None and orphan:
+            waits = self._unsettled(entry, observed)
+            withheld = None if waits is None else ("pending", f"would {verb}: {reason}; {waits}")
         if withheld is not None:
             where, why = withheld
             if where:

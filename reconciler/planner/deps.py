@@ -7,12 +7,14 @@ can run independent actions in parallel and skip the dependents of one that fail
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from dataclasses import replace
 
 from compiler.supply_map import Entry
 from reconciler.plan.model import Action, Group
 from reconciler.planner.kinds import PHASE_CONSTRUCT, order_key, phase_of
+from reconciler.planner.locality import claim_edges
 
 _LOCATION_PARENTS = {
     "host": ("host/",),
@@ -49,6 +51,8 @@ def parents(entry: Entry) -> list[str]:
             out.append(f"host-group/{group}")
     elif kind == "volume-dir":
         out.append("volume/" + name.partition("/")[0])
+    elif kind == "job-dir":  # job-dir/<volume>/<user>/<job>: evicted before its user dir goes
+        out.append("volume-dir/" + name.rpartition("/")[0])
     elif kind == "quota":
         target, scope, subject = [*name.split("/", 2), "", ""][:3]
         if location is None:
@@ -68,9 +72,15 @@ def _subject(action: Action) -> Entry:
 
 
 def link_and_order(actions: Iterable[Action]) -> tuple[Action, ...]:
-    """Fill ``depends_on`` and sort by (phase, kind order, id): deterministic for any input."""
+    """Fill ``depends_on`` and sort by (phase, kind order, id): deterministic for any input.
+    A host group's or host's write that claims a copy waits for the copy's stage instead
+    of the other way round (``claim_edges``), and is moved after it."""
     by_entry = {a.entry: a for a in actions}
     deps: dict[str, set[str]] = {a.id: set() for a in by_entry.values()}
+    claims = claim_edges(by_entry)
+    for waiting, awaited in claims:
+        deps[waiting].add(awaited)
+    reversed_claims = {(awaited, waiting) for waiting, awaited in claims}
     for action in by_entry.values():
         constructive = phase_of(action.verb) == PHASE_CONSTRUCT
         for parent_id in parents(_subject(action)):
@@ -78,8 +88,33 @@ def link_and_order(actions: Iterable[Action]) -> tuple[Action, ...]:
             if parent is None or parent is action:
                 continue
             if constructive and phase_of(parent.verb) == PHASE_CONSTRUCT:
-                deps[action.id].add(parent.id)
+                if (action.id, parent.id) not in reversed_claims:
+                    deps[action.id].add(parent.id)
             elif action.verb.group is parent.verb.group is Group.DESTROY:
                 deps[parent.id].add(action.id)  # a parent goes only after its children
     ordered = sorted(by_entry.values(), key=lambda a: order_key(a.verb, a.kind, a.entry))
+    if claims:
+        ordered = _after_what_they_wait_for(ordered, deps)
     return tuple(replace(a, depends_on=tuple(sorted(deps[a.id]))) for a in ordered)
+
+
+def _after_what_they_wait_for(ordered: list[Action], deps: dict[str, set[str]]) -> list[Action]:
+    """The sorted order, but each action after what it waits for (Kahn's algorithm, taking
+    the earliest ready action first): the same order wherever the sort already was one."""
+    position = {a.id: i for i, a in enumerate(ordered)}
+    waiting = {a.id: len(deps[a.id]) for a in ordered}
+    dependents: dict[str, list[str]] = {a.id: [] for a in ordered}
+    for action_id, awaited in deps.items():
+        for parent in awaited:
+            dependents[parent].append(action_id)
+    ready = [position[a] for a, n in waiting.items() if n == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        action = ordered[heapq.heappop(ready)]
+        out.append(action)
+        for dependent in dependents[action.id]:
+            waiting[dependent] -= 1
+            if waiting[dependent] == 0:
+                heapq.heappush(ready, position[dependent])
+    return out

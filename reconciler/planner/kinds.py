@@ -26,11 +26,15 @@ DEFAULT_MANAGEMENT: Mapping[str, str] = {
     "volume": "correct",
     "volume-dir": "correct",
     "quota": "correct",
+    # A volume's retention evicts job directories past it (with --destroy); jobs are the
+    # controller's record, read by that rule and never planned on.
+    "job-dir": "correct-destructive",
+    "job": "observe",
 }
 FALLBACK_LEVEL = "correct"
 
 # Deleting these loses users' files: it also needs the destroy permission (``--destroy``).
-DATA_KINDS = frozenset({"volume", "volume-dir"})
+DATA_KINDS = frozenset({"volume", "volume-dir", "job-dir"})
 
 # Creation order: a parent kind comes before the kinds that depend on it. Removals run in
 # the reverse order, so children go before their parents.
@@ -41,6 +45,7 @@ KIND_ORDER = (
     "dataset",
     "volume",
     "volume-dir",
+    "job-dir",
     "quota",
     "instance",
     "host",

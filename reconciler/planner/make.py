@@ -8,25 +8,35 @@ the entries that differ, so planning scales with the map size plus the drift.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from compiler.problems import Problem
 from compiler.supply_map import SupplyMap
 from reconciler.plan.file import fingerprint
 from reconciler.plan.model import Action, Plan, summarize
+from reconciler.planner.backoff import attempts_reset
 from reconciler.planner.builder import Builder, Rule
 from reconciler.planner.deps import link_and_order
+from reconciler.planner.discovery_policy import check_group
 from reconciler.planner.guards import check_guards
+from reconciler.planner.locality import Locality
 from reconciler.planner.rules_datasets import plan_copy
+from reconciler.planner.rules_discovery import plan_counter
 from reconciler.planner.rules_generic import plan_generic
+from reconciler.planner.rules_groups import plan_group
 from reconciler.planner.rules_hosts import plan_host, plan_instance
+from reconciler.planner.rules_jobs import plan_job_dir
 from reconciler.planner.settings import read_settings
 from reconciler.planner.target import select
+from reconciler.state.store import ProvisionAttempts
 
 RULES: dict[str, Rule] = {
     "host": plan_host,
     "instance": plan_instance,
     "dataset-copy": plan_copy,
+    "host-group": plan_group,
+    "counter": plan_counter,
+    "job-dir": plan_job_dir,
 }
 
 
@@ -34,7 +44,7 @@ def rule_for(kind: str) -> Rule:
     return RULES.get(kind, plan_generic)
 
 
-def _walk(b: Builder, desired: SupplyMap, live: SupplyMap) -> None:
+def _walk(b: Builder, desired: SupplyMap, live: SupplyMap, rules: Callable[[str], Rule]) -> None:
     """Hand every entry that may need work to its kind's rule; skip the settled ones fast."""
     unknown = live.unknown
     contested = live.unknown_entries
@@ -62,7 +72,7 @@ def _walk(b: Builder, desired: SupplyMap, live: SupplyMap) -> None:
             and d.spec.items() <= lv.spec.items()
         ):
             continue
-        b.decide(rule_for(d.kind), d, lv)
+        b.decide(rules(d.kind), d, lv)
     for entry_id in sorted(contested.keys() - desired.entries.keys()):
         b.note_contested(entry_id)
     for entry_id in sorted(live.entries.keys() - desired.entries.keys() - contested.keys()):
@@ -73,11 +83,15 @@ def _walk(b: Builder, desired: SupplyMap, live: SupplyMap) -> None:
         if levels.get(lv.kind) == "observe":
             continue
         claimable = lv.kind == "host" and lv.source == "discovered"
+        if lv.kind == "job-dir" and lv.owner is None:  # made by a job: no owner tag
+            if lv.location not in desired.entries:
+                continue  # not on a volume of ours: it goes with that volume, reported there
+            claimable = True  # our volume's retention applies to it
         if lv.owner != owner and not claimable:
             held = f"owned by {lv.owner}" if lv.owner else "carries no owner tag"
             b.note("co_managed", lv, f"not in config; {held}, so left alone")
             continue
-        b.decide(rule_for(lv.kind), None, lv)
+        b.decide(rules(lv.kind), None, lv)
 
 
 def _touched(actions: Sequence[Action], observed: Mapping[str, Sequence[str]]) -> list[str]:
@@ -98,6 +112,7 @@ def make_plan(
     force: bool = False,
     desired_digest: str | None = None,
     applied_before: bool | None = None,
+    attempts: Mapping[str, ProvisionAttempts] | None = None,
 ) -> Plan:
     """Plan what makes ``live`` match ``desired`` under the site's settings.
 
@@ -110,11 +125,15 @@ def make_plan(
     map file deleted); False (never applied, perhaps a first apply killed halfway) means
     there is nothing of ours to have lost, so the empty/shrunk-inventory guards stay off;
     None (no store) leaves it to the providers' generations.
+    ``attempts``: the provisioning failures the store recorded (P6; ``backoff``).
     """
     settings = read_settings(desired.settings, desired.owner)
+    check_group(settings.discovery, desired.entries)
     b = Builder(settings, destroy, now, desired.entries, live.entries, live.unknown,
-                live.unknown_entries)
-    _walk(b, desired, live)
+                live.unknown_entries, sessions=live.sessions, attempts=attempts or {})
+    locality = Locality(rule_for, desired.entries, live.entries)  # the datasets attribute
+    _walk(b, desired, live, locality.rule_of)
+    locality.settle(b)
     actions = list(link_and_order(b.actions))
     notes = {name: sorted(items, key=lambda n: n.entry) for name, items in b.notes.items()}
     problems: list[Problem] = []
@@ -139,5 +158,6 @@ def make_plan(
         revision=desired.revision,
         fingerprints={e: fingerprint(live.entries.get(e)) for e in _touched(actions, b.observed)},
         problems=tuple(problems),
+        attempts_reset=attempts_reset(b.attempts, desired.entries, live.entries),
         **{name: tuple(items) for name, items in notes.items()},
     )

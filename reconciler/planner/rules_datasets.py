@@ -8,7 +8,7 @@ from reconciler.plan.model import FieldChange, Verb
 from reconciler.planner.builder import Builder, with_state
 
 
-def _digest_differs(desired: Entry, live: Entry) -> bool:
+def digest_differs(desired: Entry, live: Entry) -> bool:
     """Datasets are immutable: a copy with another digest is not the dataset at all."""
     return "digest" in desired.spec and desired.spec["digest"] != live.spec.get("digest")
 
@@ -32,7 +32,7 @@ def plan_copy(b: Builder, desired: Entry | None, live: Entry | None) -> None:
         b.note("pending", desired, f"staging at {where} in progress")
     elif live.state == "evicting":
         b.note("pending", desired, "being evicted although in config; staged again once gone")
-    elif live.state == "corrupt" or _digest_differs(desired, live):
+    elif live.state == "corrupt" or digest_differs(desired, live):
         why = "corrupt" if live.state == "corrupt" else "digest differs"
         b.act(Verb.STAGE, desired, f"re-stage: copy is {why}", before=live,
               after=with_state(desired, "staging"),

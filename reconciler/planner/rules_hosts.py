@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from compiler.supply_map import Entry
 from reconciler.plan.model import FieldChange, Verb
+from reconciler.planner.backoff import count_release, create_reason
 from reconciler.planner.builder import Builder, with_state
 from reconciler.planner.compare import field_changes
+from reconciler.planner.rules_discovery import plan_discovered
 from reconciler.planner.rules_generic import RUNNING, plan_update
 
 SATISFYING = frozenset({"expected", "joining", "available"})
@@ -49,17 +51,8 @@ def overdue(b: Builder, host: Entry, *desired: Entry | None) -> str | None:
 
 
 def _discovered(b: Builder, live: Entry) -> None:
-    """Joined but unknown: the site's discovery policy decides."""
-    policy = b.settings.discovery
-    reason = f"joined but not in config (discovered); discovery policy: {policy}"
-    if policy == "report":
-        b.note("orphans", live, reason)
-    elif policy == "admit":
-        if live.owner != b.settings.owner:
-            b.act(Verb.ADMIT, live, reason, before=live, claim=True, unacted="orphans",
-                  after=with_state(live, live.state, owner=b.settings.owner))
-    else:
-        b.act(Verb.REJECT, live, reason, before=live, after=None, claim=True, unacted="orphans")
+    """Joined but unknown: the site's discovery policy decides (rules_discovery.py)."""
+    plan_discovered(b, live)
 
 
 def _removed_host(b: Builder, live: Entry) -> None:
@@ -87,7 +80,9 @@ def _orphan(b: Builder, desired: Entry, why: str) -> None:
     elif instance is None:
         b.note("orphans", desired, f"never joined ({why}); no live {instance_id} to release")
     elif b.act(Verb.RELEASE, instance, f"{desired.id} never joined ({why}); release_orphans",
-               before=instance, after=None, unacted="orphans", observed=(desired.id,)):
+               before=instance, after=None, unacted="orphans", observed=(desired.id,),
+               orphan=True):
+        count_release(b, instance)
         b.note("orphans", desired, f"never joined ({why}); its instance is released")
     else:
         b.note("orphans", desired, f"never joined ({why}); its instance is not released "
@@ -145,11 +140,13 @@ def plan_instance(b: Builder, desired: Entry | None, live: Entry | None) -> None
                    "cloud account: reported only (P5)")
         else:
             b.act(Verb.RELEASE, live, "not in config: no entry claims this instance", before=live,
-                  after=None, unacted="orphans", observed=(host_id,))
+                  after=None, unacted="orphans", observed=(host_id,), orphan=True)
         return
     if live is None or live.state == "released":
-        b.act(Verb.CREATE, desired, "not in the live map" if live is None else "released: "
-              "provision again", before=live, after=desired.to_json())
+        reason = create_reason(b, desired, "not in the live map" if live is None
+                               else "released: provision again")  # None: backoff (P6)
+        if reason is not None:
+            b.act(Verb.CREATE, desired, reason, before=live, after=desired.to_json())
         return
     host = b.read(host_id)
     if host is not None and overdue(b, host, b.desired.get(host_id), desired) is not None:

@@ -15,14 +15,20 @@ from typing import Any
 
 from compiler.problems import Problem, UserError
 from reconciler.plan import codes
+from reconciler.planner.discovery_policy import Discovery, read_discovery
 from reconciler.planner.kinds import DEFAULT_MANAGEMENT, FALLBACK_LEVEL, LEVELS
 
-DISCOVERY_POLICIES = ("report", "admit", "reject")
 DEFAULT_JOIN_DEADLINE = 1800
 # octoDNS-like defaults: thresholds apply only once a kind has this many live entries.
 DEFAULT_MIN_ENTRIES = 10
 DEFAULT_MAX_DELETE_FRACTION = 0.3
 DEFAULT_MAX_CREATE_FRACTION = 0.5
+SETTLE_WAITS = ("window", "rejoin")
+DEFAULT_SETTLE_WINDOW = 600
+# site.provisioning (P6): attempts whose host never joins, the first wait, the longest wait
+DEFAULT_ATTEMPTS = 3
+DEFAULT_BACKOFF = 900
+DEFAULT_MAX_BACKOFF = 21600
 
 
 def glob_matcher(globs: Collection[str]) -> re.Pattern[str] | None:
@@ -45,9 +51,33 @@ class Safety:
 
 
 @dataclass(frozen=True, slots=True)
+class SettlePolicy:
+    """How orphan removals wait after a provider's session changes (P8): the whole
+    ``window`` (seconds), or until its workers rejoin (``wait`` "rejoin"), at most the window."""
+
+    wait: str = "window"
+    window: int = DEFAULT_SETTLE_WINDOW
+
+
+@dataclass(frozen=True, slots=True)
+class ProvisioningPolicy:
+    """How often an instance whose host never joined is provisioned again (P6): after the
+    n-th failure in a row the next attempt waits ``backoff × 2^(n-1)`` seconds, at most
+    ``max_backoff``; after ``attempts`` failures there is none."""
+
+    attempts: int = DEFAULT_ATTEMPTS
+    backoff: int = DEFAULT_BACKOFF
+    max_backoff: int = DEFAULT_MAX_BACKOFF
+
+    def wait(self, failures: int) -> int:
+        """Seconds from the ``failures``-th failure to the next attempt."""
+        return min(self.max_backoff, self.backoff << max(0, failures - 1))
+
+
+@dataclass(frozen=True, slots=True)
 class PlanSettings:
     owner: str
-    discovery: str
+    discovery: Discovery
     join_deadline: int
     release_orphans: bool
     management: Mapping[str, str]
@@ -55,6 +85,8 @@ class PlanSettings:
     protected: tuple[str, ...]
     _protected_re: re.Pattern[str] | None
     shared_accounts: frozenset[str] = frozenset()
+    settle: SettlePolicy = SettlePolicy()
+    provisioning: ProvisioningPolicy = ProvisioningPolicy()
 
     def level(self, kind: str) -> str:
         return self.management.get(kind, FALLBACK_LEVEL)
@@ -121,14 +153,50 @@ def _management(raw: Any, problems: list[Problem]) -> dict[str, str]:
     return levels
 
 
+def _settle(raw: Any, problems: list[Problem]) -> SettlePolicy:
+    """``settle: {wait, window}``; absent, the default window."""
+    if raw is None:
+        return SettlePolicy()
+    if not isinstance(raw, Mapping):
+        problems.append(_bad("settle", f"settle must map 'wait' and 'window', got {raw!r}"))
+        return SettlePolicy()
+    problems += [_bad(f"settle.{key}", f"settle has no key {key!r}; it has wait and window")
+                 for key in sorted(set(raw) - {"wait", "window"}, key=str)]
+    wait = raw.get("wait", "window")
+    if wait not in SETTLE_WAITS:
+        problems.append(_bad("settle.wait", f"settle.wait {wait!r} is not one of "
+                             f"{', '.join(SETTLE_WAITS)}"))
+        wait = "window"
+    window = _number(raw, "window", DEFAULT_SETTLE_WINDOW, "settle.", problems)
+    return SettlePolicy(str(wait), int(window))
+
+
+def _provisioning(raw: Any, problems: list[Problem]) -> ProvisioningPolicy:
+    """``provisioning: {attempts, backoff, max_backoff}``; what is absent, the default."""
+    if raw is None:
+        return ProvisioningPolicy()
+    keys = ("attempts", "backoff", "max_backoff")
+    if not isinstance(raw, Mapping):
+        problems.append(_bad("provisioning", f"provisioning must map {', '.join(keys)}, "
+                             f"got {raw!r}"))
+        return ProvisioningPolicy()
+    problems += [_bad(f"provisioning.{key}", f"provisioning has no key {key!r}; it has "
+                      f"{', '.join(keys)}") for key in sorted(set(raw) - set(keys), key=str)]
+    attempts = raw.get("attempts", DEFAULT_ATTEMPTS)
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        problems.append(_bad("provisioning.attempts", "provisioning.attempts must be a whole "
+                             f"number ≥ 1, got {attempts!r}"))
+        attempts = DEFAULT_ATTEMPTS
+    path = "provisioning."
+    return ProvisioningPolicy(
+        attempts, int(_number(raw, "backoff", DEFAULT_BACKOFF, path, problems)),
+        int(_number(raw, "max_backoff", DEFAULT_MAX_BACKOFF, path, problems)))
+
+
 def read_settings(settings: Mapping[str, Any], owner: str = "") -> PlanSettings:
     """Settings with documented defaults filled in; raises UserError on invalid values."""
     problems: list[Problem] = []
-    discovery = settings.get("discovery", "report")
-    if discovery not in DISCOVERY_POLICIES:
-        problems.append(_bad("discovery", f"discovery policy {discovery!r} is not one of "
-                             f"{', '.join(DISCOVERY_POLICIES)}"))
-        discovery = "report"
+    discovery = read_discovery(settings.get("discovery", "report"), problems)
     join_deadline = int(_number(settings, "join_deadline", DEFAULT_JOIN_DEADLINE, "", problems))
     protected_raw = settings.get("protected", ())
     if isinstance(protected_raw, str) or not all(isinstance(g, str) for g in protected_raw):
@@ -141,11 +209,13 @@ def read_settings(settings: Mapping[str, Any], owner: str = "") -> PlanSettings:
                              "cannot tell this site's entries from others'"))
     safety = _safety(settings.get("safety"), problems)
     management = _management(settings.get("management"), problems)
+    settle = _settle(settings.get("settle"), problems)
+    provisioning = _provisioning(settings.get("provisioning"), problems)
     if problems:
         raise UserError(problems)
     return PlanSettings(
         owner=resolved_owner,
-        discovery=str(discovery),
+        discovery=discovery,
         join_deadline=join_deadline,
         release_orphans=bool(settings.get("release_orphans", True)),
         management=management,
@@ -153,4 +223,6 @@ def read_settings(settings: Mapping[str, Any], owner: str = "") -> PlanSettings:
         protected=protected,
         _protected_re=glob_matcher(protected),
         shared_accounts=frozenset(str(p) for p in settings.get("shared_accounts", ())),
+        settle=settle,
+        provisioning=provisioning,
     )

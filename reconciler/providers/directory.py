@@ -4,8 +4,9 @@ Volumes live at ``<base>/<spec.path>`` (``base`` is ``/`` in production, ``<work
 with the embedded defaults). A volume root is root-owned with the spec's mode; each
 ``<root>/<user>`` is 0700 and owned by the user (N12) — where the provider cannot
 ``chown``, it records the intended owner instead (``directory_owners``); quotas are per
-user or project (N8); ``update`` with ``params.action = "cleanup"`` removes job
-directories in which nothing changed within the volume's retention (N14,
+user or project (N8); the job directories below a user directory are reported as
+``job-dir`` entries (``directory_jobs``) and removed only by the plan's ``evict``, kill-safely
+and only if nothing changed in them since the plan saw them (N14,
 ``directory_cleanup``). Of the optional capabilities (R4) it offers ``expand`` (grow a
 quota) and ``publish`` of a user directory, read-write or read-only, the latter enforced
 on the files (``directory_publish``). No step ever follows a symbolic link (``safe_fs``).
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,7 +33,13 @@ from reconciler.protocol import (
     PublishParams,
 )
 from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, ChangeMade
-from reconciler.providers.directory_cleanup import Cleaner
+from reconciler.providers.directory_cleanup import Eviction, Target
+from reconciler.providers.directory_jobs import (
+    NOT_MADE_HERE,
+    job_entries,
+    job_id,
+    seen_last_write,
+)
 from reconciler.providers.directory_owners import Names, give, not_applied
 from reconciler.providers.directory_publish import (
     READ_ONLY,
@@ -63,7 +69,7 @@ from reconciler.providers.safe_fs import (
     walk_dirs,
 )
 
-KINDS = {"volume": 1, "volume-dir": 2, "quota": 3}
+KINDS = {"volume": 1, "volume-dir": 2, "quota": 3, "job-dir": 3}
 SCOPES = ("user", "project")
 OBSERVED_SPEC = frozenset({"path", "mode", "owner", "group", "retention"})  # from the tree
 
@@ -114,7 +120,6 @@ class DirectoryProvider(BuiltinProvider):
                     "which host groups mount it is site-config's (mounted_by), not something "
                     "the tree can show",
     }
-    clock: Callable[[], float] = staticmethod(time.time)  # what "now" is to the retention
 
     def __init__(self, name: str, params: DirectoryParams, workdir: Path) -> None:
         self.base = workdir / params.base  # an absolute base replaces the workdir
@@ -187,11 +192,10 @@ class DirectoryProvider(BuiltinProvider):
                 with self.volume_root(vol) as fd:
                     entries.append(self.volume_entry(vol, fd, names))
                     records = self.records(vol.name)
-                    entries.extend(
-                        self.dir_entry(vol, user, st, records, names)
-                        for user, st in subdirs(fd)
-                        if is_safe_name(user)
-                    )
+                    for user, st in subdirs(fd):
+                        if is_safe_name(user):
+                            entries.append(self.dir_entry(vol, user, st, records, names))
+                            entries.extend(job_entries(fd, self.name, vol.name, vol.path, user))
             except ProviderError as err:
                 if err.code is not ErrorCode.NOT_FOUND:
                     raise  # e.g. a symlink in a volume path: refuse to guess
@@ -271,15 +275,13 @@ class DirectoryProvider(BuiltinProvider):
         return self._put(params, must_exist=False)
 
     def update(self, params: Mapping[str, Any]) -> ChangeMade:
-        if params.get("action") == "cleanup":
-            entry = request_entry(params)
-            _, (name,) = id_parts(entry["id"], {"volume": 1})
-            return self.cleanup(self.known_volume(name), entry.get("spec") or {})
         return self._put(params, must_exist=True)
 
     def _put(self, params: Mapping[str, Any], must_exist: bool) -> ChangeMade:
         entry = request_entry(params)
         kind, parts = id_parts(entry["id"], KINDS)
+        if kind == "job-dir":
+            raise invalid(f"{entry['id']} cannot be created or changed: {NOT_MADE_HERE}")
         putters: dict[str, Putter] = {
             "volume": self.put_volume, "volume-dir": self.put_dir, "quota": self.put_quota,
         }
@@ -373,6 +375,8 @@ class DirectoryProvider(BuiltinProvider):
         destroy = params.get("destroy") is True
         vol = self.volumes().get(parts[0])
         removed = False
+        if vol is not None and kind == "job-dir":
+            return self.evict(vol, eid, parts, params, destroy)
         if vol is not None and kind == "quota":
             _, scope, subject = parts
             if self.state.quota(vol.name, scope, subject) is not None:
@@ -412,19 +416,28 @@ class DirectoryProvider(BuiltinProvider):
                     return False
                 raise
 
-    def cleanup(self, vol: Volume, spec: Mapping[str, Any]) -> ChangeMade:
-        """Remove ``<root>/<user>/<jobid>`` trees in which nothing changed within the
-        retention (``directory_cleanup``); the reply says what went and why."""
-        ttl = spec.get("retention", vol.retention)
-        if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
-            raise refused(f"volume {vol.name!r} has no retention (spec.retention seconds)")
-        frozen = {user for user, pubs in self.state.publications(vol.name).items()
-                  if READ_ONLY in pubs.values()}
-        cleaner = Cleaner(self.state, vol.name, self.clock(), ttl, frozen)
-        with self.existing_root(vol) as root_fd:
-            cleaner.run(root_fd)
-            entry = self.volume_entry(vol, root_fd, Names())
-        return ChangeMade(entry, cleaner.report())
+    def evict(self, vol: Volume, eid: str, parts: list[str], params: Mapping[str, Any],
+              destroy: bool) -> ChangeMade:
+        """The plan's ``evict`` of a job directory: only with ``destroy``, never under a
+        read-only publish, and only if nothing in it changed since the plan saw it."""
+        _, user, job = parts
+        target = Target(vol.name, user, job_id(job), seen_last_write(params))
+        if params.get("action", "evict") != "evict":
+            raise invalid(f"{eid}: a job directory is only evicted, not {params['action']!r}")
+        if not destroy:
+            raise refused(f"{eid} holds a job's outputs; evict it only with params.destroy "
+                          "= true (xce-apply --destroy)")
+        if READ_ONLY in self.state.publications(vol.name).get(user, {}).values():
+            raise refused(f"{eid}: {user}'s directory is published read-only, so nothing in "
+                          "it is removed; unpublish it first")
+        try:
+            with self.volume_root(vol) as root_fd:
+                details = Eviction(self.state, target).run(root_fd)
+        except ProviderError as err:
+            if err.code is not ErrorCode.NOT_FOUND:  # only the volume's path can be missing
+                raise
+            details = {"already_absent": True}
+        return ChangeMade(None, {"deleted": eid, **details})
 
     # --- optional capabilities (R4) -------------------------------------------------------
 

@@ -1,43 +1,40 @@
-"""Retention clean-up of job directories (N14) that never removes live outputs.
+"""Walking a job directory's tree, and evicting it kill-safely (N14).
 
-``<root>/<user>/<job>`` is removed only when nothing anywhere in its tree changed within
-the retention: the newest mtime *or ctime* of every directory, file, link and special file
-below it (``touch -d`` can set an mtime back, never a ctime). The walk opens each directory
-relative to its parent with ``O_NOFOLLOW`` and never follows a link; a tree it cannot see
-completely (unreadable, deeper than ``MAX_DEPTH``, another filesystem mounted inside, or
-changed while walked) is kept and reported.
+One walk (``walk_tree``) gives what both the inventory and an eviction need: the newest
+mtime *or ctime* of every directory, file, link and special file in the tree (``touch
+-d`` can set an mtime back, never a ctime) and its disk usage (``st_blocks``, each inode
+once, as ``du``). It opens each directory relative to its parent with ``O_NOFOLLOW`` and
+never follows a link; what it cannot see (unreadable, deeper than ``MAX_DEPTH``, another
+filesystem mounted inside, swapped while walked) it names in ``Tree.unchecked``.
 
-Against a job that writes while the clean-up decides, an idle tree is first renamed aside
-within its user directory (``.xce-expired-<random>``: atomic, and from then on no path
-lookup reaches it), walked again, and removed only if nothing changed; otherwise it is
-renamed back. Each aside is recorded in the provider's state *before* the rename, so a
-clean-up killed halfway settles it on the next run. What remains open: a process that
-already holds a descriptor or working directory inside a tree idle for the whole
-retention and writes in the moment between the second walk and the removal.
+An eviction (``Eviction``, the plan's ``evict``) removes ``<user>/<job>`` only if nothing
+in it changed after the plan saw it (the live entry's ``spec.last_write``). Against a job
+that writes while the provider decides, the tree is first renamed aside within its user
+directory (``.xce-expired-<random>``: atomic, and from then on no path lookup reaches it),
+walked again, and removed only if still unchanged; otherwise it is renamed back. Each
+aside is recorded in the provider's state *before* the rename, so an eviction killed
+halfway is settled by the next eviction on the volume (its own retry finishes it). What
+remains open: a process that already holds a descriptor or working directory inside a
+tree idle since the plan and writes between the second walk and the removal.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Collection
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 
+from compiler.units import format_utc
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.directory_state import Aside, DirectoryState
-from reconciler.providers.names import is_safe_name
-from reconciler.providers.safe_fs import DIR_FLAGS, lstat_at, open_dir_at, subdirs
+from reconciler.providers.safe_fs import DIR_FLAGS, lstat_at, open_dir_at, refused
 
 ASIDE_PREFIX = ".xce-expired-"
-MAX_DEPTH = 128  # levels below a job directory the clean-up looks into; deeper is kept
-MAX_LISTED = 1000  # directories named per list in a reply (all are counted)
-MAX_WARNED = 20  # directories named per warning
-
-
-class Unchecked(Exception):
-    """A tree the clean-up cannot see completely: it is kept, and this says why."""
+MAX_DEPTH = 128  # levels below a job directory a walk looks into; deeper is unchecked
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -48,266 +45,265 @@ class Newest:
     path: str
 
 
+@dataclass(slots=True)
+class Tree:
+    """What one walk of a tree found."""
+
+    newest: Newest
+    blocks: int = 0  # 512-byte blocks, each inode counted once
+    unchecked: str | None = None  # why part of the tree could not be seen (the first reason)
+    dirs: list[tuple[str, ...]] = field(default_factory=list)  # down to the levels asked for
+
+    @property
+    def usage(self) -> int:
+        """Disk usage in bytes, as ``du`` counts it."""
+        return self.blocks * 512
+
+
 def changed(st: os.stat_result) -> float:
     return max(st.st_mtime, st.st_ctime)
 
 
-def iso(when: float) -> str:
-    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def walk_tree(fd: int, path: str, *, own_ctime: bool = True, record: int = 0) -> Tree:
+    """Walk the tree open at ``fd`` (called ``path``), itself included.
+
+    ``own_ctime=False`` leaves out the top's ctime, which renaming it aside has just set;
+    ``record`` keeps the relative paths of the directories that many levels down."""
+    walk = _Walk(os.fstat(fd).st_dev, record, path)
+    walk.directory(fd, path, (), own_ctime)
+    return walk.tree
 
 
-def newest_change(fd: int, path: str, depth: int = 0, own_ctime: bool = True) -> Newest:
-    """The newest mtime/ctime in the tree open at ``fd`` (called ``path``), itself included.
+class _Walk:
+    def __init__(self, dev: int, record: int, path: str) -> None:
+        self.dev, self.record = dev, record
+        self.tree = Tree(Newest(0.0, path))
+        self.linked: set[tuple[int, int]] = set()  # files with several names, counted once
 
-    ``own_ctime=False`` leaves out the top's ctime, which renaming it aside has just set.
-    """
-    dev = os.fstat(fd).st_dev
-    newest = Newest(0.0, path)
-    try:
-        with os.scandir(fd) as it:
-            items = [(item.name, item.is_dir(follow_symlinks=False)) for item in it]
-        for name, is_dir in items:
+    def unchecked(self, why: str) -> None:
+        if self.tree.unchecked is None:
+            self.tree.unchecked = why
+
+    def add(self, st: os.stat_result, path: str, when: float) -> None:
+        if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+            if (st.st_dev, st.st_ino) in self.linked:
+                return  # its blocks, and its ctime, counted under its other name
+            self.linked.add((st.st_dev, st.st_ino))
+        self.tree.blocks += st.st_blocks
+        if when > self.tree.newest.when:
+            self.tree.newest = Newest(when, path)
+
+    def directory(self, fd: int, path: str, rel: tuple[str, ...], own_ctime: bool = True
+                  ) -> None:
+        for name, is_dir in self.listing(fd, path):
             sub = f"{path}/{name}"
             if is_dir:
-                newest = max(newest, _newest_below(fd, name, sub, depth + 1, dev))
-            elif (st := lstat_at(fd, name)) is not None:  # one removed meanwhile: see below
-                newest = max(newest, Newest(changed(st), sub))
-    except OSError as err:  # no permission to read or search it
-        raise Unchecked(f"{path} cannot be listed ({err.strerror})") from None
-    st = os.fstat(fd)  # after the listing: an entry made or removed meanwhile shows here
-    own = changed(st) if own_ctime else st.st_mtime
-    return max(newest, Newest(own, path))
+                self.below(fd, name, sub, (*rel, name))
+                continue
+            try:
+                st = lstat_at(fd, name)
+            except OSError as err:  # listable, not searchable
+                self.unchecked(f"{sub} cannot be examined ({err.strerror})")
+                continue
+            if st is not None:  # one removed meanwhile: its parent's mtime says so
+                self.add(st, sub, changed(st))
+        st = os.fstat(fd)  # after the listing: an entry made or removed meanwhile shows here
+        self.add(st, path, changed(st) if own_ctime else st.st_mtime)
+
+    def listing(self, fd: int, path: str) -> list[tuple[str, bool]]:
+        try:
+            with os.scandir(fd) as it:
+                return [(item.name, item.is_dir(follow_symlinks=False)) for item in it]
+        except OSError as err:  # no permission to read or search it
+            self.unchecked(f"{path} cannot be listed ({err.strerror})")
+            return []
+
+    def below(self, parent_fd: int, name: str, path: str, rel: tuple[str, ...]) -> None:
+        if len(rel) > MAX_DEPTH:
+            self.unchecked(f"{path} is more than {MAX_DEPTH} levels deep")
+            return
+        try:
+            fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
+        except FileNotFoundError:
+            return  # removed meanwhile: its parent's mtime says so
+        except OSError as err:  # swapped for a link or a file, or unreadable
+            self.unchecked(f"{path} cannot be opened as a directory ({err.strerror})")
+            return
+        try:
+            if os.fstat(fd).st_dev != self.dev:
+                self.unchecked(f"{path} is another filesystem mounted inside")
+                return
+            if len(rel) <= self.record:
+                self.tree.dirs.append(rel)
+            self.directory(fd, path, rel)
+        finally:
+            os.close(fd)
 
 
-def _newest_below(parent_fd: int, name: str, path: str, depth: int, dev: int) -> Newest:
-    if depth > MAX_DEPTH:
-        raise Unchecked(f"{path} is more than {MAX_DEPTH} levels deep")
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The job directory an eviction removes, and the newest change the plan saw in it."""
+
+    volume: str
+    user: str
+    job: str
+    seen: int  # the live entry's spec.last_write (whole seconds)
+
+    @property
+    def path(self) -> str:
+        return f"{self.user}/{self.job}"
+
+    def why_kept(self, tree: Tree, during: str = "") -> str | None:
+        """Why ``tree`` must not go: part of it unseen, or written after the plan saw it."""
+        if tree.unchecked is not None:
+            return f"{self.path} cannot be seen fully{during}: {tree.unchecked}"
+        if int(tree.newest.when) > self.seen:
+            return (f"{tree.newest.path} was written at {format_utc(tree.newest.when)}{during}, "
+                    f"after the plan saw it (last write {format_utc(self.seen)})")
+        return None
+
+
+@contextmanager
+def user_dir(root_fd: int, user: str) -> Iterator[int | None]:
+    """``<root>/<user>`` opened without following a link; None when it is gone."""
     try:
-        fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
-    except FileNotFoundError:
-        return Newest(0.0, path)  # removed meanwhile: its parent's mtime says so
-    except OSError as err:  # swapped for a link or a file, or unreadable
-        raise Unchecked(f"{path} cannot be opened as a directory ({err.strerror})") from None
+        fd = open_dir_at(root_fd, user, user)
+    except ProviderError as err:
+        if err.code is ErrorCode.NOT_FOUND:
+            yield None
+            return
+        raise
     try:
-        if os.fstat(fd).st_dev != dev:
-            raise Unchecked(f"{path} is another filesystem mounted inside")
-        return newest_change(fd, path, depth)
+        yield fd
     finally:
         os.close(fd)
 
 
-@dataclass
-class Tally:
-    """Directories of one outcome: all counted, the first ``MAX_LISTED`` kept to list."""
+class Eviction:
+    """One evict on one volume: settles what an earlier eviction left aside, then removes
+    the target tree. A refusal is FAILED_PRECONDITION; the reply says what went."""
 
-    items: list[dict[str, str]] = field(default_factory=list)
-    count: int = 0
+    def __init__(self, state: DirectoryState, target: Target) -> None:
+        self.state, self.target = state, target
+        self.warnings: list[str] = []
 
-    def add(self, path: str, **why: str) -> None:
-        self.count += 1
-        if len(self.items) < MAX_LISTED:
-            self.items.append({"path": path, **why})
+    def run(self, root_fd: int) -> dict[str, Any]:
+        removed: float | None = None
+        for aside in self.state.asides(self.target.volume):  # left by an eviction killed
+            when = self._resume(root_fd, aside)
+            removed = when if when is not None else removed
+        if removed is None:
+            with user_dir(root_fd, self.target.user) as user_fd:
+                removed = None if user_fd is None else self._evict(user_fd)
+        reply: dict[str, Any] = {"already_absent": removed is None}
+        if removed is not None:
+            reply["last_change"] = format_utc(removed)
+        if self.warnings:
+            reply["warnings"] = self.warnings
+        return reply
 
-    def warning(self, head: str, key: str) -> list[str]:
-        """One warning line naming the first ``MAX_WARNED`` directories, or none."""
-        if not self.count:
-            return []
-        named = "; ".join(f"{i['path']} ({i[key]})" for i in self.items[:MAX_WARNED])
-        more = f"; and {self.count - MAX_WARNED} more" if self.count > MAX_WARNED else ""
-        return [f"{head}: {named}{more}"]
-
-
-class Cleaner:
-    """One clean-up of one volume: what it removed, kept and skipped, and why."""
-
-    def __init__(self, state: DirectoryState, volume: str, now: float, ttl: int,
-                 frozen: Collection[str] = ()) -> None:
-        self.state = state
-        self.volume = volume
-        self.frozen = frozen  # user directories published read-only: nothing in them goes
-        self.ttl = ttl
-        self.cutoff = now - ttl
-        self.removed, self.kept, self.skipped = Tally(), Tally(), Tally()
-        self.vanished = 0
-        self.settled: set[tuple[str, str]] = set()  # (user, name) an earlier run set aside
-
-    def run(self, root_fd: int) -> None:
-        for aside in self.state.asides(self.volume):  # left by a clean-up killed halfway
-            self._resume(root_fd, aside)
-            self.settled |= {(aside.user, aside.job), (aside.user, aside.aside)}
-        gone: list[str] = []
-        for user, _ in sorted(subdirs(root_fd, gone)):
-            if is_safe_name(user):
-                self._user(root_fd, user)
-        self.vanished += len(gone)
-
-    def _user(self, root_fd: int, user: str) -> None:
-        user_fd = self._open(root_fd, user, user)
-        if user_fd is None:
-            return
+    def _evict(self, user_fd: int) -> float | None:
+        """Remove the target if nothing in it changed after the plan saw it: when it last
+        changed, or None when it is not there."""
+        t = self.target
         try:
-            gone: list[str] = []
-            try:
-                jobs = sorted(subdirs(user_fd, gone))
-            except OSError as err:  # no permission to search it
-                self.skipped.add(user, reason=f"kept: {user} cannot be listed ({err.strerror})")
-                return
-            for job, st in jobs:
-                if changed(st) >= self.cutoff or (user, job) in self.settled:
-                    continue
-                if user in self.frozen:
-                    self.skipped.add(f"{user}/{job}", reason=f"kept: {user} is published "
-                                     "read-only (unpublish it to clean it up)")
-                else:
-                    self._job(user_fd, user, job)
-            self.vanished += len(gone)
-        finally:
-            os.close(user_fd)
-
-    def _open(self, parent_fd: int, name: str, path: str) -> int | None:
-        """``name`` opened as a directory; None (counted) when it is gone, not one, or
-        not readable."""
-        try:
-            return open_dir_at(parent_fd, name, path)
+            fd = open_dir_at(user_fd, t.job, t.path)
         except ProviderError as err:
             if err.code is ErrorCode.NOT_FOUND:
-                self.vanished += 1
-            else:
-                self.skipped.add(path, reason=err.message)
+                return None
+            raise  # a link or a file where the job directory was: never followed
         except OSError as err:
-            self.skipped.add(path, reason=f"kept: {path} cannot be opened ({err.strerror})")
-        return None
-
-    def _job(self, user_fd: int, user: str, job: str) -> None:
-        path = f"{user}/{job}"
-        fd = self._open(user_fd, job, path)
-        if fd is None:
-            return
+            raise refused(f"{t.path} cannot be opened ({err.strerror}): kept") from None
         try:
-            st = os.fstat(fd)
-            newest = newest_change(fd, path)
-        except Unchecked as err:
-            self.skipped.add(path, reason=f"kept: {err}")
-            return
+            st, tree = os.fstat(fd), walk_tree(fd, t.path)
         finally:
             os.close(fd)
-        if newest.when >= self.cutoff:
-            self.kept.add(path, reason=f"{newest.path} changed at {iso(newest.when)}")
-            return
-        aside = Aside(self.volume, user, ASIDE_PREFIX + os.urandom(6).hex(), job)
-        self.state.put_aside(aside)
+        why = t.why_kept(tree)
+        if why is not None:
+            raise refused(f"{why}: kept; plan again")
+        aside = Aside(t.volume, t.user, ASIDE_PREFIX + os.urandom(6).hex(), t.job)
+        self.state.put_aside(aside)  # before the rename: no aside is ever forgotten
         try:
-            os.rename(job, aside.aside, src_dir_fd=user_fd, dst_dir_fd=user_fd)
+            os.rename(t.job, aside.aside, src_dir_fd=user_fd, dst_dir_fd=user_fd)
         except OSError as err:
             self.state.drop_aside(aside)
             if isinstance(err, FileNotFoundError):
-                self.vanished += 1
-            else:
-                self.skipped.add(path, reason=f"kept: cannot be renamed aside ({err.strerror})")
-            return
-        self._settle(user_fd, aside, (st.st_dev, st.st_ino))
+                return None
+            raise refused(f"{t.path} cannot be renamed aside ({err.strerror}): kept") from None
+        return self._settle(user_fd, aside, (st.st_dev, st.st_ino))
 
-    def _resume(self, root_fd: int, aside: Aside) -> None:
-        user_fd = self._open(root_fd, aside.user, aside.user)
-        if user_fd is None:
-            self.state.drop_aside(aside)
-            return
-        try:
-            if lstat_at(user_fd, aside.aside) is None:
+    def _resume(self, root_fd: int, aside: Aside) -> float | None:
+        """Settle an aside an earlier eviction left: finish a removal it had decided,
+        decide the target's own again, put any other back (its plan is unknown here)."""
+        mine = (aside.user, aside.job) == (self.target.user, self.target.job)
+        with user_dir(root_fd, aside.user) as user_fd:
+            if user_fd is None or lstat_at(user_fd, aside.aside) is None:
                 self.state.drop_aside(aside)  # removed before the kill, or by its user
-            else:
-                self._settle(user_fd, aside, None)
-        finally:
-            os.close(user_fd)
+                return None
+            if aside.removing_since is not None or mine:
+                when = self._settle(user_fd, aside, None)
+                if not mine:
+                    self.warnings.append(f"finished removing {aside.user}/{aside.job}, which "
+                                         "an eviction killed halfway had set aside")
+                return when if mine else None
+            self.warnings.append(self._put_back(
+                user_fd, aside, "an eviction was killed before it had decided; plan again"))
+        return None
 
-    def _settle(self, user_fd: int, aside: Aside, ident: tuple[int, int] | None) -> None:
-        """Remove a directory set aside if it is still idle, else put it back."""
-        path = f"{aside.user}/{aside.job}"
+    def _settle(self, user_fd: int, aside: Aside, ident: tuple[int, int] | None) -> float:
+        """Remove a directory set aside if it is still unchanged (when it last changed),
+        else put it back and refuse."""
         since = aside.removing_since
         if since is None:
             verdict = self._recheck(user_fd, aside, ident)
             if isinstance(verdict, str):
-                self._put_back(user_fd, aside, verdict)
-                return
-            since = verdict.when
+                raise refused(f"{self._put_back(user_fd, aside, verdict)}; plan again")
+            since = verdict.newest.when
             aside = replace(aside, removing_since=since)
-            self.state.put_aside(aside)  # decided: a killed clean-up finishes the removal
+            self.state.put_aside(aside)  # decided: a killed eviction finishes the removal
         try:
             shutil.rmtree(aside.aside, dir_fd=user_fd)  # fd-based: never follows a link
         except FileNotFoundError:
             pass  # its user removed it meanwhile
         except OSError as err:
-            self.skipped.add(path, reason=f"not removed completely ({err.strerror}); the rest, "
-                             f"{aside.user}/{aside.aside}, is removed by the next clean-up")
-            return
+            raise ProviderError(ErrorCode.INTERNAL, f"{aside.user}/{aside.job} was not removed "
+                                f"completely ({err.strerror}); the rest, {aside.user}/"
+                                f"{aside.aside}, goes with the next eviction on this volume"
+                                ) from None
         self.state.drop_aside(aside)
-        self.removed.add(path, last_change=iso(since))
+        return since
 
     def _recheck(self, user_fd: int, aside: Aside, ident: tuple[int, int] | None
-                 ) -> Newest | str:
-        """The newest change of a directory set aside, or why it must be kept."""
+                 ) -> Tree | str:
+        """The walk of a directory set aside, or why it must be kept."""
         path = f"{aside.user}/{aside.job}"
         try:
             fd = open_dir_at(user_fd, aside.aside, path)
         except ProviderError as err:
-            return f"it changed while being cleaned up: {err.message}"
+            return f"it changed while being evicted: {err.message}"
         except OSError as err:
             return f"it cannot be opened ({err.strerror})"
         try:
             st = os.fstat(fd)
             if ident is not None and (st.st_dev, st.st_ino) != ident:
-                return "it was replaced while being cleaned up"
-            newest = newest_change(fd, path, own_ctime=False)
-        except Unchecked as err:
-            return str(err)
+                return f"{path} was replaced while being evicted"
+            tree = walk_tree(fd, path, own_ctime=False)
         finally:
             os.close(fd)
-        if newest.when >= self.cutoff:
-            return f"{newest.path} changed at {iso(newest.when)}, while being cleaned up"
-        return newest
+        return self.target.why_kept(tree, ", while being evicted") or tree
 
-    def _put_back(self, user_fd: int, aside: Aside, reason: str) -> None:
+    def _put_back(self, user_fd: int, aside: Aside, reason: str) -> str:
+        """Give a directory set aside its name back; what happened, for the reply."""
         path = f"{aside.user}/{aside.job}"
         self.state.drop_aside(aside)
         if lstat_at(user_fd, aside.job) is not None:
-            self.skipped.add(path, reason=f"kept as {aside.user}/{aside.aside}: {reason}, and a "
-                             f"new {path} appeared meanwhile")
-            return
+            return (f"kept as {aside.user}/{aside.aside}: {reason}, and a new {path} "
+                    "appeared meanwhile")
         try:
             os.rename(aside.aside, aside.job, src_dir_fd=user_fd, dst_dir_fd=user_fd)
         except FileNotFoundError:
-            self.vanished += 1
-            return
+            return f"{path} was removed by its user while set aside"
         except OSError as err:
-            self.skipped.add(path, reason=f"kept as {aside.user}/{aside.aside}: {reason} "
-                             f"(cannot be renamed back: {err.strerror})")
-            return
-        self.kept.add(path, reason=reason)
-
-    def report(self) -> dict[str, Any]:
-        """The reply's details: each list, its count, and warnings the apply report shows."""
-        warnings = [
-            *self.removed.warning(
-                f"removed {directories(self.removed.count, 'job ')} of volume "
-                f"{self.volume!r} in which nothing had changed within the retention of "
-                f"{self.ttl} s (since {iso(self.cutoff)})", "last_change"),
-            *self.kept.warning(
-                f"kept {directories(self.kept.count, 'job ')} older than the retention "
-                "because something inside changed within it", "reason"),
-            *self.skipped.warning(
-                f"left {directories(self.skipped.count)} it could not check or remove",
-                "reason"),
-        ]
-        if self.vanished:
-            warnings.append(f"skipped {directories(self.vanished, 'user or job ')} removed "
-                            "or renamed while the clean-up listed them")
-        return {
-            "removed": self.removed.items, "removed_count": self.removed.count,
-            "kept": self.kept.items, "kept_count": self.kept.count,
-            "skipped": self.skipped.items, "skipped_count": self.skipped.count,
-            "vanished_count": self.vanished, "warnings": warnings,
-        }
-
-
-def directories(n: int, what: str = "") -> str:
-    return f"{n} {what}{'directory' if n == 1 else 'directories'}"
+            return (f"kept as {aside.user}/{aside.aside}: {reason} (cannot be renamed back: "
+                    f"{err.strerror})")
+        return f"{path} kept: {reason}"

@@ -39,6 +39,7 @@ from reconciler.state.store import (
     Lock,
     OpStatus,
     PlannedOp,
+    ProvisionAttempts,
     RecordedPlan,
     ReviewStatus,
     Run,
@@ -57,6 +58,7 @@ _JOURNAL_J = ", ".join(f"j.{c.strip()}" for c in _JOURNAL_COLUMNS.split(","))
 _REVIEW_COLUMNS = (
     "site, desired_digest, git_commit, recorded_at, status, applied_at, applied_commit"
 )
+_ATTEMPT_COLUMNS = "entry_id, failures, failed_at, template, instance"
 # a string prefix test both databases run alike (LIKE would treat '_' and '%' in it as patterns)
 _STARTS_WITH = "substr({column}, 1, ?) = ?"
 # which rows an outcome may change besides 'done' ones (never changed): see journal_finish
@@ -725,12 +727,57 @@ class SqlStore:
             )
 
 
+    # -- provisioning attempts ---------------------------------------------------------
+
+    @_reconnecting
+    def provision_attempts(self, site: str) -> dict[str, ProvisionAttempts]:
+        with self._transaction(write=False):
+            rows = self._query(
+                f"SELECT {_ATTEMPT_COLUMNS} FROM provision_attempts WHERE site = ?", site
+            )
+        return {row[0]: _to_attempts(row) for row in rows}
+
+    @_reconnecting
+    def record_provision_failure(self, site: str, entry: str, *, failures: int, template: str,
+                                 instance: str, at: datetime | None = None) -> ProvisionAttempts:
+        if failures < 1:
+            raise ValueError(f"a recorded failure is attempt 1 or later, not {failures}")
+        with self._write() as clock:
+            # one upsert decides: the same release recorded again (a resumed apply, a
+            # reconnect that runs this again) keeps the row as it is
+            self._execute(
+                f"INSERT INTO provision_attempts (site, {_ATTEMPT_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (site, entry_id) DO UPDATE SET "
+                "failures = excluded.failures, failed_at = excluded.failed_at, "
+                "template = excluded.template, instance = excluded.instance "
+                "WHERE provision_attempts.instance <> excluded.instance",
+                site, entry, failures, clock if at is None else at.timestamp(), template,
+                instance,
+            )
+            rows = self._query(f"SELECT {_ATTEMPT_COLUMNS} FROM provision_attempts "
+                               "WHERE site = ? AND entry_id = ?", site, entry)
+        return _to_attempts(rows[0])
+
+    def clear_provision_attempts(self, site: str, seen: Mapping[str, str]) -> int:
+        rows = [(site, entry, instance) for entry, instance in sorted(seen.items())]
+        return self._clear_attempts(rows) if rows else 0
+
+    @_reconnecting
+    def _clear_attempts(self, rows: list[tuple[str, str, str]]) -> int:
+        with self._write():
+            return sum(self._execute("DELETE FROM provision_attempts WHERE site = ? AND "
+                                     "entry_id = ? AND instance = ?", *row) for row in rows)
+
 def _padded(generation: int) -> str:
     """20 digits hold any generation (0 .. 2**64-1); padded, text order is number order."""
     if not 0 <= generation < 2**64:
         raise ValueError(f"a generation is a whole number from 0 to 2**64-1, not {generation}")
     return f"{generation:020d}"
 
+
+def _to_attempts(row: Row) -> ProvisionAttempts:
+    entry, failures, failed_at, template, instance = row
+    return ProvisionAttempts(entry, int(failures), _time(failed_at), template, instance)
 
 def _to_review(row: Row) -> RecordedPlan:
     site, digest, commit, recorded, status, applied_at, applied_commit = row[:7]

@@ -132,6 +132,21 @@ class DriftRecord:
     counts: Mapping[str, int]
 
 
+@dataclass(frozen=True, slots=True)
+class ProvisionAttempts:
+    """The provisioning attempts of one instance entry whose host never joined (P6), in a
+    row: ``failures`` of them, the last recorded at ``failed_at``, made from ``template``.
+    ``instance`` names the instance released last (its ``spec.since``, or the digest of its
+    entry), so recording the same release again — a resumed apply, a release retried after
+    it failed — counts nothing twice."""
+
+    entry: str
+    failures: int
+    failed_at: datetime
+    template: str
+    instance: str
+
+
 def notification_lock(site: str) -> str:
     """The lease under which one run notifies a site's drift (docs/drift.md)."""
     return f"drift-notify/{site}"
@@ -385,6 +400,24 @@ class StateStore(Protocol):
 
     def accept_generation(self, site: str, provider: str, generation: int) -> None:
         """Record ``generation`` even if lower: the provider was replaced on purpose."""
+        ...
+
+    # -- provisioning attempts (docs/plan.md, "Provisioning backoff") -------------------
+    def provision_attempts(self, site: str) -> dict[str, ProvisionAttempts]:
+        """The recorded attempts of ``site``'s instance entries, by entry id."""
+        ...
+
+    def record_provision_failure(self, site: str, entry: str, *, failures: int, template: str,
+                                 instance: str, at: datetime | None = None) -> ProvisionAttempts:
+        """Record that attempt ``failures`` (a count the plan worked out) of ``entry`` failed
+        when ``instance`` is released: its host never joined. The same ``instance`` recorded
+        again changes nothing (the first time is kept). ``at`` defaults to the store's clock."""
+        ...
+
+    def clear_provision_attempts(self, site: str, seen: Mapping[str, str]) -> int:
+        """Forget the attempts of each entry (id -> the ``instance`` the plan saw recorded)
+        whose host joined: only while the record is still the one seen, so a failure
+        recorded since is kept. Returns how many records were forgotten."""
         ...
 
     def close(self) -> None: ...

@@ -5,6 +5,8 @@ It keeps its account in ``state.json`` in its working folder (the provider's sta
 folder), honours op_id idempotency and epoch fencing like a real provider must, and
 marks every instance with the owner tag of the site that created it. Set
 ``XCE_SIM_FAIL=<verb>`` to make a verb fail with UNAVAILABLE (for failure drills).
+``xce-sim-provider cloud --failover [--at T]``, run in that folder, stands for a proxy
+failover: from then on its inventory reports a new ``session`` since T (the settle window).
 """
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ def handle(kind: str, req: Request) -> Reply:
                     "generation": state["generation"],
                     "complete": True,
                     "entries": sorted(state["entries"].values(), key=lambda e: e["id"]),
+                    **({"session": state["session"]} if "session" in state else {}),
                 }
             )
         if req.verb not in ("create", "update", "delete"):
@@ -123,12 +126,30 @@ def handle(kind: str, req: Request) -> Reply:
         return reply
 
 
+def failover(at: float) -> dict[str, Any]:
+    """A standby proxy took over at ``at``: a new serving session, which the inventory
+    reports from now on (a simulator with no failover yet reports none)."""
+    with open(".lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = _load()
+        state["failovers"] = state.get("failovers", 0) + 1
+        state["session"] = {"id": f"failover-{state['failovers']}", "since": at}
+        _save(state)
+        return dict(state["session"])
+
+
 def _parser() -> UsageParser:
     p = UsageParser(prog="xce-sim-provider", description=__doc__.split("\n\n")[0] if __doc__
                     else None)
     p.add_argument("kind", nargs="?", default="cloud", choices=sorted(CAPABILITIES),
                    help="what it stands in for: a cloud account (instances) or a license "
                    "server (borrowed licenses); default: cloud")
+    p.add_argument("--failover", action="store_true",
+                   help="record a proxy failover in the current folder (the provider's state "
+                   "folder) instead of answering a request: the inventory reports a new session")
+    p.add_argument("--at", type=float, default=None, metavar="SECONDS",
+                   help="with --failover: when it happened, in seconds since the epoch "
+                   "(default: now)")
     return p
 
 
@@ -145,8 +166,17 @@ def _serve(kind: str) -> int:
     return 0
 
 
+def _run(argv: list[str] | None) -> int:
+    args = _parser().parse_args(argv)
+    if not args.failover:
+        return _serve(args.kind)
+    session = failover(time.time() if args.at is None else args.at)
+    sys.stdout.write(json.dumps(session) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    return run_cli("xce-sim-provider", lambda: _serve(_parser().parse_args(argv).kind))
+    return run_cli("xce-sim-provider", lambda: _run(argv))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,7 +7,7 @@ entries with the plan and found them changed — by those very ops.
 
 Here a REAL ``xce-apply`` process is SIGKILLed several times in a row, each time once a
 random number of journal rows are done (often none: just after the rerun journaled its
-plan), on the example site (3,296 actions, built-in providers, whose calls die with the
+plan), on the example site (3,297 actions, built-in providers, whose calls die with the
 runner) and on a site whose exec provider runs on after the kill (its call completes
 while nobody listens). Then one more run must finish, ``xce-plan`` must show nothing to
 do, and the providers' op ledgers must hold each op of the plan exactly once.

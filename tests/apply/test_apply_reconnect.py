@@ -3,7 +3,7 @@ superseded meanwhile (issue 8 §8).
 
 The server ends the apply's backend (``pg_terminate_backend`` from a second connection,
 as a failover or a pooler restart does) several times at random points of a REAL
-``xce-apply`` of the example site (3,296 actions), and once while another runner takes the
+``xce-apply`` of the example site (3,297 actions), and once while another runner takes the
 lock over (a small site: the apply stops at once). The seed is printed;
 ``XCE_CRASH_SEED=<seed>`` repeats a run's points.
 """

@@ -76,7 +76,7 @@ def test_the_printed_command_runs_as_printed(here: Path,
     done = subprocess.run([APPLY, *shlex.split(printed)[1:]], cwd=here, capture_output=True,
                           text=True, check=False)
     assert (done.returncode, done.stderr.count("error[")) == (0, 0), done.stderr
-    assert "Applied plan" in done.stdout and "18 done" in done.stdout
+    assert "Applied plan" in done.stdout and "19 done" in done.stdout
     assert plan_cli.main(["site"]) == 0  # nothing left to do
 
 

@@ -131,6 +131,7 @@ def test_corpus_is_complete() -> None:
     assert {f"XCE20{i}" for i in range(1, 7)} <= codes
     assert {"XCE301", "XCE302", "XCE304", "XCE305"} <= codes
     assert {f"XCE40{i}" for i in range(1, 10)} | {"XCE410", "XCE411"} <= codes
+    assert {f"XCE41{i}" for i in range(2, 8)} <= codes  # topology and volumes
     assert {"XCE501", "XCE502", "XCE503"} <= codes
 
 

@@ -96,7 +96,7 @@ VALIDATORS = tuple(
 PER_FILE_CHECKS = frozenset({
     codes.HOSTLIST_SYNTAX, codes.HOSTLIST_DESCENDING, codes.HOSTLIST_TOO_LARGE,
     codes.OVERRIDE_NOT_IN_GROUP, codes.TOO_FEW_HOSTS, codes.LITERAL_SECRET,
-    codes.COMMAND_MISMATCH,
+    codes.COMMAND_MISMATCH, codes.TOPOLOGY_GIVEN_TWICE,
 })  # fmt: skip
 
 YPath = tuple[str, ...]
@@ -339,6 +339,15 @@ SPELLINGS = [
              "0644", "null"],
     ),
     *_spellings(
+        _VOLUME.replace("{v}", "retention: {v}"), "volumes.0.retention",
+        ok=["14d", "0", "'1h30m'", "null", "{keep: 7d}", "{keep: 7d, from: job-end}",
+            "{keep: 7d, from: output-fetch, unfetched: 30d, orphans: remove}",
+            "{keep: 7d, from: output-fetch}", "{keep: 7d, unfetched: null, orphans: report}"],
+        bad=["14 days", "{kepp: 7d}", "{keep: 7d, form: output-fetch}", "{}", "[7d]", "true",
+             "{keep: 7d, unfetched: 30d}", "{keep: 7d, from: job-end, unfetched: 30d}",
+             "{keep: 7d, from: fetch}", "{keep: 7d, orphans: delete}", "{keep: -1}"],
+    ),
+    *_spellings(
         _VOLUME.replace("{v}", "overcommit: {v}"), "volumes.0.overcommit",
         ok=["true", "false", "True", "FALSE"],
         bad=["yes", "no", "on", "off", "y", "n", "1", "0", "'true'", "1.0", "null", "Yes"],
@@ -385,9 +394,27 @@ SPELLINGS = [
     ),
     *_spellings(
         _GROUP.replace("{v}", "rack: {v}"), "host_groups.0.rack",
-        ok=["r01", "'A B'", "c6i.8xlarge", "''", "é", "null", "x" * 255],
-        bad=['"r\\u202e"', '"a\\tb"', '"a\\u2028b"', "5", "x" * 256, "[r]", '"a\\u00a0b"'],
+        ok=["r01", "'A B'", "c6i.8xlarge", "é", "null", "x" * 255],
+        bad=['"r\\u202e"', '"a\\tb"', '"a\\u2028b"', "5", "x" * 256, "[r]", '"a\\u00a0b"',
+             "''"],
         beyond={'"a\\U000E0041"': "an invisible character above U+FFFF (a tag character)"},
+    ),
+    *_spellings(
+        _GROUP.replace("{v}", "topology: {v}"), "host_groups.0.topology",
+        ok=["{rack: A01}", "{block: b1, switch: s}", "{site.example/pod: p7}", "{}", "{a: 'x y'}",
+            "{a_b-c.d: x}", "{" + "k" * 255 + ": v}"],
+        bad=["{rack: ''}", "{-rack: a}", "{rack-: a}", "{'a b': x}", "{a//: x}", "{7: x}",
+             "{rack: 5}", "{rack: [a]}", "[rack]", '{rack: "a\\tb"}', "{" + "k" * 256 + ": v}",
+             '{"r\\u200bk": v}'],
+    ),
+    *_spellings(
+        _GROUP.replace("{v}", "rack: A\n    topology: {v}"), "host_groups.0.topology",
+        ok=["{switch: s}", "{block: b}"], bad=["{rack: A}", "{rack: B, switch: s}"],
+    ),
+    *_spellings(
+        _SITE.replace("{v}", "topology: {v}"), "site.topology",
+        ok=["[rack, switch, block]", "[]", "[site.example/pod]"],
+        bad=["rack", "[rack-]", "['']", "[7]", "{rack: a}"],
     ),
     *_spellings(
         _DATASET, "datasets.0.version",

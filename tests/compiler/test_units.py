@@ -161,7 +161,7 @@ def test_the_size_pattern_is_what_parses(text: str) -> None:
         parsed = True
     except UnitError as err:
         parsed = False
-        assert str(err).startswith(repr(text)), err  # the message names the value
+        assert str(err).startswith(repr(text)[:57]), err  # the message names the value
         if re.fullmatch(SIZE_PATTERN, text):
             assert "whole number of bytes" in str(err) or "too large" in str(err), err
     if parsed:
@@ -176,7 +176,7 @@ def test_the_duration_pattern_is_what_parses(text: str) -> None:
         parsed = True
     except UnitError as err:
         parsed = False
-        assert str(err).startswith(repr(text)), err
+        assert str(err).startswith(repr(text)[:57]), err
         if re.fullmatch(DURATION_PATTERN, text):
             assert "too large" in str(err), err
     if parsed:
@@ -192,4 +192,4 @@ def test_any_text_is_a_value_or_a_reason(text: str) -> None:
         try:
             assert parse(text) >= 0
         except UnitError as err:
-            assert str(err).startswith(repr(text)), err
+            assert str(err).startswith(repr(text)[:57]), err

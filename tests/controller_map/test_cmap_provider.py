@@ -38,7 +38,7 @@ def test_info_names_the_kinds_without_touching_the_disk(tmp_path: Path) -> None:
     info = ok(p, "info")
     assert info["name"] == "ctl"
     assert set(info["capabilities"]) == {
-        "host", "host-group", "counter", "license", "storage-pool", "dataset", "quota"
+        "host", "host-group", "counter", "job", "license", "storage-pool", "dataset", "quota"
     }
     assert not (tmp_path / "providers").exists()
 
@@ -282,7 +282,7 @@ def test_discovered_host_awaits_admission_then_is_admitted(
     entry = live(provider)["host/stray1"]
     assert entry == {
         "id": "host/stray1", "kind": "host", "state": "joining", "source": "discovered",
-        "provider": "controller", "spec": {"since": int(T0) + 5},
+        "provider": "controller", "spec": {"since": int(T0) + 5, "seen": int(T0) + 5},
     }
     assert "owner" not in entry  # owner null: nobody has claimed it
     clock.advance(50)
@@ -290,7 +290,8 @@ def test_discovered_host_awaits_admission_then_is_admitted(
     assert admitted["state"] == "available" and admitted["owner"] == OWNER
     assert admitted["source"] == "discovered"
     assert admitted["attributes"]["group"] == "cpu"
-    assert admitted["spec"] == {"join_deadline": 1800, "since": int(T0) + 50}
+    assert admitted["spec"] == {"join_deadline": 1800, "since": int(T0) + 50,
+                                "seen": int(T0) + 5}
     code = refused(provider, "update", id="host/stray1", action="admit")
     assert code is ErrorCode.FAILED_PRECONDITION
 

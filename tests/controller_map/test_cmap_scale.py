@@ -9,12 +9,14 @@ import pytest
 
 from compiler.model.provider_params import ControllerMapParams
 from compiler.supply_map import Entry
+from reconciler.providers.controller_map.jobs import JobEvent, record_jobs
 from reconciler.providers.controller_map.lifecycle import Event
 from reconciler.providers.controller_map.provider import ControllerMapProvider
 from reconciler.providers.controller_map.reporter import record
 from tests.controller_map.cmap import OWNER, T0, counter, host, ok
 
 HOSTS = 100_000  # plus one counter each: 200,000 entries
+JOBS = 20_000
 
 
 def test_inventory_of_200k_entries(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -32,6 +34,11 @@ def test_inventory_of_200k_entries(tmp_path: Path, capsys: pytest.CaptureFixture
     joined = time.perf_counter() - started
 
     started = time.perf_counter()
+    jobs = [str(5_000_000 + i) for i in range(JOBS)]
+    record_jobs(p.store, JobEvent.START, jobs, T0, p.name, user="alice")
+    job_batch = time.perf_counter() - started
+
+    started = time.perf_counter()
     for i in range(1_000):
         ok(p, "create", entry=counter("gpu", f"host/cn{i:06d}", 4))
     created = time.perf_counter() - started
@@ -41,16 +48,17 @@ def test_inventory_of_200k_entries(tmp_path: Path, capsys: pytest.CaptureFixture
     listed = time.perf_counter() - started
 
     entries = inventory["entries"]
-    assert len(entries) == 2 * HOSTS + 20_000 + 1_000
+    assert len(entries) == 2 * HOSTS + 20_000 + JOBS + 1_000
     ids = [e["id"] for e in entries]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
-    assert inventory["generation"] == 1 + 1 + 1_000
+    assert inventory["generation"] == 1 + 1 + 1 + 1_000
     assert len(report.moved) == 20_000
     assert entries[0]["owner"] == OWNER
     with capsys.disabled():
         print(
             f"\ncontroller map, {len(entries)} entries: seed {2 * HOSTS} in {seeded:.2f}s, "
-            f"reporter join of 20,000 in {joined:.2f}s, 1,000 creates in {created:.2f}s "
+            f"reporter join of 20,000 in {joined:.2f}s, {JOBS:,} job starts in "
+            f"{job_batch:.2f}s, 1,000 creates in {created:.2f}s "
             f"({1_000 / created:.0f}/s), inventory in {listed:.2f}s"
         )
     p.close()

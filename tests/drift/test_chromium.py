@@ -60,8 +60,8 @@ def test_the_html_report_reads_in_a_real_browser(drift: Drift, tmp_path: Path) -
     text = page_text(browse(page, tmp_path / "profile-2", "--dump-dom").stdout)
 
     assert "Drift of site e2e" in text
-    assert "6 findings: 1 missing, 1 differs, 2 not-corrected, 1 co-managed, 1 unknown." in text
-    assert "Not notified yet: 6 new, 0 changed, 0 resolved" in text
+    assert "7 findings: 1 missing, 2 differs, 2 not-corrected, 1 co-managed, 1 unknown." in text
+    assert "Not notified yet: 7 new, 0 changed, 0 resolved" in text
     for shown in ("host/cn02", '"available" "drained"', "quota/shared/user/alice",
                   "16106127360 10737418240", "volume-dir/shared/bob", "available absent",
                   "xce-plan ", "--target volume/shared", "license/ansys@site",

@@ -35,6 +35,7 @@ def test_every_kind_of_drift_is_reported_with_desired_beside_live(drift: Drift) 
     assert run.code == 2, run.err
     found = by_entry(run.out)
     assert {e: f["category"] for e, f in found.items()} == {
+        "counter/capacity@volume/shared": "differs",  # the capacity as a pool counter (PR-6)
         "host/cn02": "not-corrected",  # an admin drained it: the plan never undoes that
         "license/ansys@site": "co-managed",
         "provider/cloud": "unknown",
@@ -45,6 +46,7 @@ def test_every_kind_of_drift_is_reported_with_desired_beside_live(drift: Drift) 
     assert fields(found["host/cn02"]) == {"state": ("available", "drained")}
     assert fields(found["quota/shared/user/alice"]) == {"amount": (15 * GIB, 10 * GIB)}
     assert fields(found["volume/shared"]) == {"amount": (200 * GIB, 100 * GIB)}
+    assert fields(found["counter/capacity@volume/shared"]) == {"amount": (200 * GIB, 100 * GIB)}
     assert found["volume-dir/shared/bob"]["fix"].startswith("xce-plan ")
     assert "--target volume-dir/shared/bob" in found["volume-dir/shared/bob"]["fix"]
     assert found["quota/shared/user/alice"]["fix"] is None
@@ -57,7 +59,8 @@ def test_every_kind_of_drift_is_reported_with_desired_beside_live(drift: Drift) 
 def test_the_text_groups_drift_by_kind_and_provider(drift: Drift) -> None:
     text = drift().out
     kinds = [line for line in text.splitlines() if line.startswith("== ")]
-    assert kinds == ["== host (1)", "== quota (1)", "== volume (1)", "== volume-dir (1)",
+    assert kinds == ["== counter (1)", "== host (1)", "== quota (1)", "== volume (1)",
+                     "== volume-dir (1)",
                      "== Co-managed: not ours, never touched (1)",
                      "== Unknown: cannot tell, never taken as absent (1)", "== Problems"]
     assert "  provider shared-fs\n    not-corrected  quota/shared/user/alice" in text
@@ -84,7 +87,7 @@ def test_it_changes_nothing_but_the_drift_ledger(drift: Drift, world: Workspace,
     assert drift().code == 2
     assert _world_state(world, monkeypatch) == before  # no provider was changed
     state = tmp_path / "state.sqlite"
-    assert len(_rows(state, "drift_ledger")) == 6 and len(_rows(state, "drift_history")) == 1
+    assert len(_rows(state, "drift_ledger")) == 7 and len(_rows(state, "drift_history")) == 1
     assert _rows(state, "provider_generations") == []  # generations checked, not recorded
     assert drift("--no-record").code == 2
     assert len(_rows(state, "drift_history")) == 1
@@ -97,7 +100,7 @@ def test_it_changes_nothing_but_the_drift_ledger(drift: Drift, world: Workspace,
 
 def test_a_later_run_says_since_when_and_what_is_news(drift: Drift, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    assert "Not notified yet: 6 new, 0 changed, 0 resolved" in drift().out
+    assert "Not notified yet: 7 new, 0 changed, 0 resolved" in drift().out
     first = drift("--format", "json")
     first_seen = by_entry(first.out)["host/cn02"]["since"]
     assert orjson.loads(first.out)["since_last"]["last_notified"] is None
@@ -107,7 +110,7 @@ def test_a_later_run_says_since_when_and_what_is_news(drift: Drift, tmp_path: Pa
         doc = orjson.loads(drift("--format", "json").out)
     assert "host/cn02  (since 3 days)" in later.out
     assert {f["entry"]: f["since"] for f in doc["findings"]}["host/cn02"] == first_seen
-    assert len(doc["since_last"]["new"]) == 6
+    assert len(doc["since_last"]["new"]) == 7
     with open_store(str(tmp_path / "state.sqlite"), tmp_path / "unused") as store:
         pending = store.claim_notifications("e2e", Holder("mailer", "ci"), ttl=30)
         store.mark_notified("e2e", pending.fingerprints, holder="mailer")

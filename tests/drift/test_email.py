@@ -199,7 +199,7 @@ def test_dry_run_writes_eml_files_and_marks_nothing(mailing: Mailing) -> None:
     parsed = [BytesParser(policy=policy.default).parsebytes(f.read_bytes()) for f in files]
     assert {m["To"] for m in parsed} >= {"admins@example.org", "cloud@example.org"}
     assert all(m["Subject"].startswith("[xce-drift] e2e: ") for m in parsed)
-    assert mailing.pending() == 6  # nothing marked: the next real run sends it all
+    assert mailing.pending() == 7  # nothing marked: the next real run sends it all
     mailing.assert_no_secret()
 
 
@@ -245,7 +245,7 @@ def test_a_failed_send_marks_nothing_and_the_next_run_sends_it(
     assert f"SMTP server 127.0.0.1:{port}: error[{code}]: " in run.err
     assert why in run.err and "Traceback" not in run.err, run.err
     assert took < 10  # the 1 s timeout, not smtplib's default of none
-    assert mailing.pending() == 6 and not inbox.received
+    assert mailing.pending() == 7 and not inbox.received
     good = Inbox(CANARY)
     with smtp_server(good, "starttls", certificate) as port:
         mailing.configure(notify_yaml(port, "starttls", certificate))
@@ -267,7 +267,7 @@ def test_a_password_reference_that_does_not_resolve(mailing: Mailing, certificat
         mailing.configure(notify_yaml(port, "starttls", certificate))
         run = mailing.run()
     assert run.code == 1 and f"error[{mail_codes.SECRET_UNREADABLE}]" in run.err
-    assert f"env:{ENV} is not set" in run.err and mailing.pending() == 6
+    assert f"env:{ENV} is not set" in run.err and mailing.pending() == 7
 
 
 def test_a_ca_file_that_cannot_be_read_is_a_tls_problem(tmp_path: Path) -> None:

@@ -193,6 +193,7 @@ drift:
   ignore:
     - {kind: quota, reason: quotas are raised by the helpdesk's own tool}
     - {entries: volume/shared, field: amount, reason: the volume grows as it is bought}
+    - {entries: "counter/capacity@volume/shared", field: amount, reason: and its pool counter}
     - {provider: cloud, reason: an unknown provider is never ignored}
   waivers:
     - {entries: host/cn02, owner: ops@example.org, reason: board swap, expires: 2099-12-31}
@@ -216,9 +217,10 @@ def _check_world_report(run: CliRun, state: Path) -> None:
     ignored = {f["entry"]: f["remark"] for f in doc["ignored"]}
     assert sorted(kept) == ["license/ansys@site", "provider/cloud", "volume-dir/shared/bob"]
     assert kept["volume-dir/shared/bob"]["remark"].startswith("waiver expired on 2001-01-31")
-    assert sorted(ignored) == ["host/cn02", "quota/shared/user/alice", "volume/shared"]
+    assert sorted(ignored) == ["counter/capacity@volume/shared", "host/cn02",
+                               "quota/shared/user/alice", "volume/shared"]
     assert ignored["host/cn02"].startswith("waived until 2099-12-31 by ops@example.org")
-    assert doc["counts"]["ignored"] == 3
+    assert doc["counts"]["ignored"] == 4
     with open_store(str(state), state.parent / "unused") as store:
         recorded = {Finding.from_json(e.detail).entry for e in store.open_drift("e2e")}
     assert recorded == set(kept)  # what is ignored or waived is never recorded, so never news

@@ -19,6 +19,7 @@ import compiler.cli as compile_cli
 import reconciler.cli.apply as apply_cli
 import reconciler.cli.digest as digest_cli
 import reconciler.cli.plan as plan_cli
+from reconciler.pipeline import compile_desired, gather
 from reconciler.providers.dataset_digest import dataset_digest
 from tests.e2e.workspace import SCENARIOS, SITES, CliRun, materialize
 
@@ -105,6 +106,12 @@ def _actions(run: CliRun) -> dict[str, dict[str, Any]]:
     return {a["id"]: a for a in json.loads(run.out)["actions"]}
 
 
+def _datasets_in_the_map(site: Site) -> Any:
+    """The gpu group's ``datasets`` as the controller map holds it after the apply."""
+    live = gather(compile_desired(site.dir), site.work).supply
+    return live.entries["host-group/gpu"].attributes.get("datasets")
+
+
 def test_changed_digest_of_an_applied_version_is_refused_at_the_digest(site: Site) -> None:
     digest = site.new_bytes()
     site.edit(TINY, digest)
@@ -171,7 +178,8 @@ def test_a_correction_with_a_reason_updates_and_restages_saying_why(
     run = site.plan("--format", "json", "--out", str(plan_file))
     assert run.code == 2, run.err
     actions = _actions(run)
-    assert sorted(actions) == ["stage:dataset-copy/tiny@1@group/gpu", "update:dataset/tiny@1"]
+    assert sorted(actions) == ["stage:dataset-copy/tiny@1@group/gpu", "update:dataset/tiny@1",
+                               "update:host-group/gpu"]  # the wrong bytes are withdrawn (PR-3)
     update = actions["update:dataset/tiny@1"]
     assert f"corrected in place: {REASON}" in str(update["reason"])
     assert {"path": "spec.digest", "before": TINY, "after": digest} in update["changes"]
@@ -179,10 +187,13 @@ def test_a_correction_with_a_reason_updates_and_restages_saying_why(
                                                 ["reason"])
     text = site.plan().out
     assert f"corrected in place: {REASON}" in text
-    # The saved plan applies (the reason is in it), and the site is then in sync.
+    # The saved plan applies (the reason is in it); the next apply lists the copy again,
+    # and the site is then in sync.
     site.capsys.readouterr()
     assert apply_cli.main([str(plan_file), "--site", str(site.dir), "--workdir",
                            str(site.work)]) == 0
+    assert list(_actions(site.plan("--format", "json"))) == ["update:host-group/gpu"]
+    assert site.apply().code == 0
     assert site.plan().code == 0
     staged = site.work / "caches" / "gpu" / "tiny@1"
     assert dataset_digest(staged) == digest  # the cache holds the corrected bytes
@@ -236,8 +247,30 @@ def test_a_new_version_is_planned_and_applied(site: Site) -> None:
 """)
     run = site.plan("--format", "json")
     assert run.code == 2, run.err
-    assert sorted(_actions(run)) == ["create:dataset/tiny@2", "stage:dataset-copy/tiny@2@group/gpu"]
+    actions = _actions(run)
+    assert sorted(actions) == ["create:dataset/tiny@2", "stage:dataset-copy/tiny@2@group/gpu",
+                               "update:host-group/gpu"]
+    # the host group lists the new copy only once it is staged (PR-3 locality)
+    assert actions["update:host-group/gpu"]["depends_on"] == ["stage:dataset-copy/tiny@2@group/gpu"]
     assert site.apply().code == 0
+    assert _datasets_in_the_map(site) == ["notes@2", "tiny@1", "tiny@2"]
+    assert site.plan().code == 0
+
+
+def test_a_copy_taken_out_of_config_leaves_the_map_before_the_cache(site: Site) -> None:
+    """PR-3 locality: the host group stops listing notes@2, then its copy is evicted."""
+    assert _datasets_in_the_map(site) == ["notes@2", "tiny@1"]
+    site.edit("    source: notes-2.txt\n    copies:\n      - location: group/gpu\n"
+              "        provider: gpu-cache\n", "    source: notes-2.txt\n")
+    run = site.plan("--format", "json")
+    assert run.code == 2, run.err
+    actions = _actions(run)
+    assert list(actions) == ["update:host-group/gpu", "evict:dataset-copy/notes@2@group/gpu"]
+    assert actions["evict:dataset-copy/notes@2@group/gpu"]["depends_on"] == [
+        "update:host-group/gpu"]
+    assert site.apply("--allow-destroy").code == 0
+    assert _datasets_in_the_map(site) == ["tiny@1"]
+    assert not (site.work / "caches" / "gpu" / "notes@2").exists()
     assert site.plan().code == 0
 
 

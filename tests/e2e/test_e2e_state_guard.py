@@ -30,8 +30,8 @@ def test_map_file_deleted_after_apply_is_refused(
     assert plan_cli.main([*args, "--format", "json"]) == 1
     out, err = capsys.readouterr()
     plan = orjson.loads(out)
-    assert plan["actions"] == [] and plan["summary"]["unknown"] == 25  # nothing recreated
-    assert "XCE714" in err and "generation 0, lower than generation 25" in err
+    assert plan["actions"] == [] and plan["summary"]["unknown"] == 26  # nothing recreated
+    assert "XCE714" in err and "generation 0, lower than generation 26" in err
     assert plan_cli.main([*args, "--accept-generation", "controller"]) == 1
     assert "XCE753" in capsys.readouterr().out  # accepted: the guard, named in the plan output
     assert plan_cli.main(args) == 1  # the accepted generation is the record now

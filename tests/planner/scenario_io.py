@@ -11,6 +11,8 @@ from compiler.supply_map import SupplyMap
 from reconciler.plan.model import Plan
 from reconciler.plan.origin import Origin, PlannedStore
 from reconciler.planner import make_plan
+from reconciler.state.store import ProvisionAttempts
+from reconciler.state.times import to_time
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 # where a plan saved by these tests says it was made (its content is never applied)
@@ -33,9 +35,18 @@ def load_maps(name: str) -> tuple[SupplyMap, SupplyMap, dict[str, Any]]:
     return desired, live, load_json(folder / "expected.json")
 
 
+def attempts_of(args: dict[str, Any]) -> dict[str, ProvisionAttempts]:
+    """``args.attempts``: what the state store recorded, entry -> {failures, failed_at
+    (seconds), template, instance}."""
+    return {entry: ProvisionAttempts(entry, doc["failures"], to_time(doc["failed_at"]),
+                                     doc["template"], doc["instance"])
+            for entry, doc in args.get("attempts", {}).items()}
+
+
 def plan_scenario(name: str) -> tuple[Plan, dict[str, Any]]:
     desired, live, expected = load_maps(name)
     args = expected.get("args", {})
     plan = make_plan(desired, live, now=args["now"], targets=args.get("targets", ()),
-                     destroy=args.get("destroy", False), force=args.get("force", False))
+                     destroy=args.get("destroy", False), force=args.get("force", False),
+                     attempts=attempts_of(args))
     return plan, expected

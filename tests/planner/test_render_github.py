@@ -147,7 +147,7 @@ def test_destroys_and_changes_are_annotated_at_their_lines(
     assert pool.message.splitlines()[0] == "- delete 1 license [controller]: license/ansys@site"
     assert overridden.message.splitlines() == [
         "~ update 4 host [controller]: host/cn[0001-0004] (group cpu-a)",
-        '    attributes.rack: "A" → "A%1,2:x"']
+        '    attributes.topology.rack: "A" → "A%1,2:x"']
     assert quota.message.splitlines() == [
         "~ update 1 quota [shared-fs]: quota/shared/user/bob",
         "    amount: 4398046511104 → 5497558138880"]
@@ -187,7 +187,7 @@ def test_escaping_of_data_and_properties(repo: Path, capsys: pytest.CaptureFixtu
         '%0A    attributes.hosts: "ex01n[1-2]" → "ex01n1"%0AEntries not in the config any '
         "more are shown at the item they belonged to.")
     assert lines[1].endswith('::~ update 4 host [controller]: host/cn[0001-0004] (group cpu-a)'
-                             '%0A    attributes.rack: "A" → "A%251,2:x"')
+                             '%0A    attributes.topology.rack: "A" → "A%251,2:x"')
 
 
 def test_more_destroyed_lines_than_github_shows_end_with_a_summary(
@@ -267,7 +267,7 @@ def test_a_plan_of_only_creates_has_no_annotation(
     monkeypatch.chdir(tmp_path / "repo")
     run = _plan(tmp_path / "repo", capsys, monkeypatch)
     assert run.code == 2, run.err
-    assert run.out == "Plan: 3296 to add, 0 to change, 0 to destroy.\n"
+    assert run.out == "Plan: 3297 to add, 0 to change, 0 to destroy.\n"
 
 
 def test_a_failing_plan_still_writes_its_github_document(
@@ -275,7 +275,7 @@ def test_a_failing_plan_still_writes_its_github_document(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """An invalid site: the compiler's problems as error annotations, paths from the top."""
     cpu = repo / "site" / "hosts" / "cpu.yaml"
-    _edit(cpu, "    rack: A\n", "    rack: [A\n")
+    _edit(cpu, "    topology: {rack: A,", "    topology: {rack: [A,")
     monkeypatch.chdir(repo / "site")
     run = _plan(repo, capsys, monkeypatch)
     assert run.code == 1

@@ -46,6 +46,10 @@ def test_scenario(name: str) -> None:
     for action_id, changes in expected.get("changes", {}).items():
         got = [[c.path, c.before, c.after] for c in actions[action_id].changes]
         assert got == changes, action_id
+    for action_id, failed in expected.get("failed_attempt", {}).items():
+        got_failed = actions[action_id].failed_attempt
+        assert got_failed is not None and got_failed.to_json() == failed, action_id
+    assert dict(plan.attempts_reset) == expected.get("attempts_reset", {})
 
 
 @pytest.mark.parametrize("name", scenario_names())

@@ -63,6 +63,15 @@ class Case:
 
 
 B1 = e("host/b1", "ctl", attributes={"group": "burst"})
+JOB_VOLUME = e("volume/v", "fs", spec={"retention": 3600, "orphans": "remove"})
+
+
+def _job_dir(job: int) -> Entry:
+    """A job directory idle since the epoch, as the directory provider reports it."""
+    return e(f"job-dir/v/alice/{job}", "fs", source="provisioner", owner=None,
+             location="volume/v", spec={"user": "alice", "job": str(job), "last_write": 0})
+
+
 CASES = [
     Case("instance whose host left config", "instance", "release:instance/b2",
          desired=(B1,), live=(B1, e("instance/b2", "cloud", source="provisioned"))),
@@ -97,11 +106,27 @@ CASES = [
          desired=(e("host/cn1", "hosts"),),
          live=(e("host/cn1", "hosts"),
                e("counter/gpu@host/cn1", "ctl", location="host/cn1", amount=2))),
-    Case("host group left config", "generic", "delete:host-group/old",
-         live=(e("host-group/old", "ctl", attributes={"hosts": ""}),)),
+    Case("host group left config, its hosts released", "host-group", "delete:host-group/old",
+         live=(e("host-group/old", "ctl", attributes={"hosts": ""}),
+               e("host/o1", "hosts", "released", attributes={"group": "old"}))),
+    Case("counter the discovery policy no longer names", "counter",
+         "delete:counter/gpu@host/x1",
+         live=(e("host/x1", "hosts", source="discovered"),
+               e("counter/gpu@host/x1", "ctl", location="host/x1", amount=2)),
+         settings={"discovery": {"policy": "admit"}}),
     Case("user directory left config", "generic", "delete:volume-dir/v/bob",
          live=(e("volume-dir/v/bob", "fs", spec={"mode": "0700"}),),
          settings={"management": {"volume-dir": "correct-destructive"}}, destroy=True),
+    Case("job directory past its retention", "job-dir", "evict:job-dir/v/alice/1",
+         desired=(JOB_VOLUME,),
+         live=(JOB_VOLUME, _job_dir(1), e("job/1", "ctl", "finished", source="reporter",
+                                          owner=None, spec={"user": "alice", "ended": 0})),
+         destroy=True),
+    Case("orphan job directory under orphans: remove", "job-dir", "evict:job-dir/v/alice/2",
+         desired=(JOB_VOLUME,),
+         live=(JOB_VOLUME, _job_dir(2), e("job/3", "ctl", "running", source="reporter",
+                                          owner=None, spec={"user": "alice"})),
+         destroy=True),
 ]
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ from reconciler.providers.directory import DirectoryProvider
 from reconciler.providers.registry import open_provider
 from reconciler.transports import BuiltinTransport, Transport
 from tests.helpers import call, succeeded
-from tests.providers.kit import OWNER
+from tests.providers.kit import OWNER, inventory
 
 DAY = 86400
 
@@ -48,28 +47,17 @@ class Site:
         assert reply.error.code is code, reply.to_json()
         return str(reply.error.message)
 
-    def cleanup(self, retention: int = DAY) -> dict[str, Any]:
-        """Run the retention clean-up of volume ``shared``; it must succeed."""
-        entry = {"id": "volume/shared", "spec": {"retention": retention}}
-        return succeeded(self.request("update", action="cleanup", entry=entry))
+    def job_dir(self, user: str, job: str) -> dict[str, Any]:
+        """The live ``job-dir`` entry, as a plan sees it in the inventory."""
+        return dict(inventory(self.t)[f"job-dir/shared/{user}/{job}"])
 
-
-class Clock:
-    """The provider's clock, ``later`` seconds ahead of the real one.
-
-    A file's ctime cannot be set back, so a tree "three days old" is made by moving the
-    provider's clock three days ahead instead; ``touch`` then writes a file "now" on that
-    clock (its mtime; its ctime stays the real time, days "ago").
-    """
-
-    def __init__(self, site: Site, later: float) -> None:
-        self.offset = later
-        site.provider.clock = self.now
-
-    def now(self) -> float:
-        return time.time() + self.offset
-
-    def set_age(self, path: Path, seconds: float) -> None:
-        """Make ``path``'s mtime ``seconds`` before the provider's now (links themselves)."""
-        then = self.now() - seconds
-        os.utime(path, (then, then), follow_symlinks=False)
+    def evict(self, user: str, job: str, entry: Mapping[str, Any] | None = None,
+              destroy: bool = True, op_id: str | None = None) -> Reply:
+        """What ``xce-apply --destroy`` sends for the plan's ``evict`` of that entry."""
+        seen = entry or self.job_dir(user, job)
+        params: dict[str, Any] = {"id": seen["id"], "entry": seen, "action": "evict"}
+        if destroy:
+            params["destroy"] = True
+        if op_id is None:
+            return self.request("delete", **params)
+        return call(self.t, "delete", op_id=op_id, epoch=1, owner=OWNER, params=params)

@@ -65,6 +65,11 @@ def directory_subject(tmp_path: Path) -> Subject:
     t = open_provider("shared-fs", {"kind": "directory", "params": {}}, tmp_path)
     volume = {"id": "volume/shared", "spec": {"path": "/shared", "mode": "0755"}}
     ok(t, "create", op_id="setup", owner=OWNER, params={"entry": volume})
+    # A job directory as a worker makes it: a kind only reported (and evicted), in every
+    # inventory the suite checks.
+    ok(t, "create", op_id="setup-jobs", owner=OWNER,
+       params={"entry": {"id": "volume-dir/shared/worker"}})
+    (tmp_path / "fs" / "shared" / "worker" / "4711" / "out").mkdir(parents=True)
 
     def sample(i: int) -> dict[str, Any]:
         return {"id": f"volume-dir/shared/user{i}", "spec": {"mode": "0700", "owner": "nobody"}}

@@ -138,10 +138,12 @@ def test_an_unprivileged_provider_records_every_owner_it_cannot_apply() -> None:
     assert "may not give it to 'root'" in out["replies"]["volume/shared"]["result"]["warnings"][0]
     specs = {e["id"]: e["spec"] for e in out["inventory"]["result"]["entries"]}
     # It may not look into zed-nouser/2, so it cannot know it is idle: it is kept.
-    cleanup = out["cleanup"]["result"]
-    assert [r["path"] for r in cleanup["removed"]] == ["zed-nouser/1"]
-    assert cleanup["skipped"] == [{"path": "zed-nouser/2", "reason": "kept: zed-nouser/2 "
-                                   "cannot be opened (Permission denied)"}]
+    jobs = [f"job-dir/shared/zed-nouser/{n}" for n in ("1", "2")]
+    assert specs.pop(jobs[1])["unchecked"] == "zed-nouser/2 cannot be opened (Permission denied)"
+    assert "unchecked" not in specs.pop(jobs[0])
+    assert out["evicts"][jobs[0]]["result"]["already_absent"] is False
+    assert out["evicts"][jobs[1]]["error"]["code"] == "FAILED_PRECONDITION"
+    assert "never evicted" in out["evicts"][jobs[1]]["error"]["message"]
     # What config asked for, so the next plan has nothing it could not fix anyway.
     assert specs == {
         "volume/shared": {"path": "/shared", "mode": "0751", "owner": "root", "group": "root",

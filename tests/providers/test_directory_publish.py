@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from reconciler.protocol import ErrorCode
-from tests.providers.directory_site import DAY, Clock, Site
+from tests.helpers import succeeded
+from tests.providers.directory_site import Site
 from tests.providers.kit import REPO, inventory
 from tests.providers.test_directory import QUOTA_TOOL, fingerprint
 
@@ -208,20 +209,18 @@ def test_publications_follow_the_volumes_access_mode(site: Site) -> None:
     publish(site, "read-write", "group/gpu")  # the same publish again converges
 
 
-def test_a_published_directory_is_neither_deleted_nor_cleaned_up(site: Site) -> None:
+def test_a_published_directory_is_neither_deleted_nor_evicted_from(site: Site) -> None:
     top = tree(site)
     publish(site)
     for target in (ALICE, "volume/shared"):
         message = site.refused("delete", ErrorCode.FAILED_PRECONDITION, id=target, destroy=True)
         assert "unpublish" in message and "group/gpu" in message
-    Clock(site, 3 * DAY)  # the job directory is three days old, past the retention
-    kept = site.cleanup(retention=DAY)
-    assert kept["removed_count"] == 0 and (top / "1234" / "out" / "result.h5").exists()
-    assert kept["skipped"] == [{"path": "alice/1234", "reason": "kept: alice is published "
-                                "read-only (unpublish it to clean it up)"}]
+    reply = site.evict("alice", "1234", site.job_dir("alice", "1234"))
+    assert reply.error is not None and "published read-only" in reply.error.message
+    assert (top / "1234" / "out" / "result.h5").exists()
     site.request("unpublish", id=ALICE, location="group/gpu")
-    Clock(site, 3 * DAY)  # unpublishing changed the tree's ctimes: its age counts from there
-    assert site.cleanup(retention=DAY)["removed"][0]["path"] == "alice/1234"
+    assert not succeeded(site.evict("alice", "1234"))["already_absent"]
+    assert not (top / "1234").exists() and (top / "notes.txt").exists()
 
 
 def test_an_update_keeps_a_read_only_directory_read_only(site: Site) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 import reconciler.providers.safe_fs as safe_fs
 from reconciler.protocol import ErrorCode
-from tests.providers.directory_site import DAY, Site
+from tests.providers.directory_site import Site
 from tests.providers.kit import inventory
 
 RACE_SECONDS = 1.5
@@ -87,10 +87,11 @@ def test_the_quota_tool_only_ever_reaches_the_verified_volume(tmp_path: Path) ->
     assert elsewhere == [], f"{len(elsewhere)} of {len(reached)} runs left the volume"
 
 
-def test_cleanup_survives_directories_removed_and_renamed_while_it_runs(
+def test_inventory_and_evict_survive_job_dirs_made_renamed_and_removed_meanwhile(
     tmp_path: Path,
 ) -> None:
-    """Users create, rename and remove job directories all the time on a live volume."""
+    """Workers create, rename and remove job directories all the time on a live volume:
+    each evict of what the last inventory saw removes it, finds it gone, or refuses."""
     site = Site(tmp_path)
     users = [f"user{i}" for i in range(6)]
     for user in users:
@@ -100,24 +101,28 @@ def test_cleanup_survives_directories_removed_and_renamed_while_it_runs(
         n = 0
         while not stop.is_set():
             user = site.root / users[n % len(users)]
-            job = user / f"job{n % 40}"
+            job = user / f"{n % 40}"
             try:
                 (job / "out").mkdir(parents=True)
                 (job / "out" / "log").write_text("x")
                 job.rename(user / f"moved{n % 40}")
                 shutil.rmtree(user / f"moved{n % 40}")
             except OSError:
-                pass  # the clean-up took it first
+                pass  # the eviction took it first
             n += 1
 
-    replies = 0
+    outcomes: set[str] = set()
     with running(churn):
         deadline = time.monotonic() + RACE_SECONDS
         while time.monotonic() < deadline:
-            site.cleanup(retention=0)  # everything is expired: it removes what it can
-            replies += 1
-    assert replies >= 3
-    assert site.cleanup(retention=DAY)["removed_count"] == 0
+            for entry in inventory(site.t).values():
+                if entry["kind"] == "job-dir":
+                    user, job = entry["id"].split("/")[2:]
+                    reply = site.evict(user, job, entry)
+                    outcomes.add("ok" if reply.ok else str(reply.error and reply.error.code))
+    assert "ok" in outcomes <= {"ok", ErrorCode.FAILED_PRECONDITION.value}, outcomes
+    assert site.provider.state.asides("shared") == []
+    assert not list(site.root.glob("*/.xce-expired-*"))
 
 
 def test_inventory_leaves_out_a_user_dir_removed_while_it_is_listed(

@@ -28,13 +28,13 @@ _snapshots = st.fixed_dictionaries({"entries": st.lists(
 })
 
 
-def _general(raw: bytes, file: str) -> SupplyMap | list[Problem]:
+def loaded_generally(raw: bytes, file: str) -> SupplyMap | list[Problem]:
     """What load_live_snapshot did before the fast path: validate every entry, then build."""
     doc = orjson.loads(raw)
     return live_mod._snapshot_problems(doc, file) or SupplyMap.from_json(doc)
 
 
-def _loaded(path: Path) -> SupplyMap | list[Problem]:
+def loaded(path: Path) -> SupplyMap | list[Problem]:
     try:
         return load_live_snapshot(path)
     except UserError as err:
@@ -47,7 +47,7 @@ def _loaded(path: Path) -> SupplyMap | list[Problem]:
 def test_fast_and_general_paths_agree(tmp_path: Path, doc: Any) -> None:
     path = tmp_path / "live.json"
     path.write_text(json.dumps(doc))
-    assert _loaded(path) == _general(path.read_bytes(), str(path))
+    assert loaded(path) == loaded_generally(path.read_bytes(), str(path))
 
 
 @pytest.mark.parametrize("amount", [2**64, -(2**63) - 1])
@@ -57,8 +57,8 @@ def test_an_amount_beyond_64_bits_is_an_error_as_before(tmp_path: Path, amount: 
     path.write_text(json.dumps({"entries": [
         {"id": "counter/x", "kind": "counter", "state": "available", "source": "config",
          "amount": amount}]}))
-    problems = _loaded(path)
-    assert problems == _general(path.read_bytes(), str(path))
+    problems = loaded(path)
+    assert problems == loaded_generally(path.read_bytes(), str(path))
     assert isinstance(problems, list) and [p.code for p in problems] == ["XCE709"]
 
 
@@ -66,6 +66,6 @@ def test_a_duplicate_id_is_still_reported(tmp_path: Path) -> None:
     entry = {"id": "host/a", "kind": "host", "state": "available", "source": "config"}
     path = tmp_path / "live.json"
     path.write_text(json.dumps({"entries": [entry, entry]}))
-    problems = _loaded(path)
+    problems = loaded(path)
     assert isinstance(problems, list)
     assert [p.message for p in problems] == ["entry host/a is listed twice"]

@@ -2,8 +2,8 @@
 
 ``python unprivileged.py REPO WORKDIR`` imports everything first, then (when started as
 root) hands WORKDIR to ``nobody`` and drops to that user for good, creates a volume and
-two user directories through the protocol, runs a clean-up over two job directories (one
-it may not read) and prints the replies and the inventory as JSON.
+two user directories through the protocol, evicts two job directories (one it may not
+read) as a plan would, and prints the replies and the inventory as JSON.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +40,16 @@ def main() -> None:
         replies[entry["id"]] = reply.to_json()
     make_jobs(workdir / "fs" / "shared" / "zed-nouser")
     inventory = t.call(Request("inventory")).to_json()
-    cleanup = t.call(Request("update", op_id="clean", epoch=1, owner="site/test", params={
-        "action": "cleanup", "entry": {"id": "volume/shared", "spec": {"retention": 0}}}))
+    evicts = {}
+    for entry in inventory["result"]["entries"]:
+        if entry["kind"] == "job-dir":
+            evicts[entry["id"]] = t.call(Request("delete", op_id=f"evict-{entry['id']}", epoch=1,
+                                                 owner="site/test", params={
+                "id": entry["id"], "entry": entry, "action": "evict", "destroy": True,
+            })).to_json()
     t.close()
     json.dump({"uid": os.geteuid(), "replies": replies, "inventory": inventory,
-               "cleanup": cleanup.to_json()}, sys.stdout)
+               "evicts": evicts}, sys.stdout)
 
 
 def make_jobs(user_dir: Path) -> None:
@@ -54,7 +58,6 @@ def make_jobs(user_dir: Path) -> None:
         (user_dir / job / "out").mkdir(parents=True)
         (user_dir / job / "out" / "log").write_text("done\n")
     (user_dir / "2").chmod(0)
-    time.sleep(0.05)  # the clean-up's retention 0 starts after the last change
 
 
 if __name__ == "__main__":

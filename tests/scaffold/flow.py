@@ -83,8 +83,8 @@ def check_compile_plan_apply(run: Run, repo: Path) -> None:
     head = git.Repo(repo).head.commit.hexsha
     assert f"at {head[:12]}:" in out and "(dirty)" not in out  # the revision is recorded
     assert (repo / "build" / "allowlists.json").is_file()
-    assert "37 to add" in ok(run(["xce-plan", ".", "--out", "plan.json"], repo, env), 2)
-    assert "37 done" in ok(run(["xce-apply", "--auto-approve", "."], repo, env))
+    assert "38 to add" in ok(run(["xce-plan", ".", "--out", "plan.json"], repo, env), 2)
+    assert "38 done" in ok(run(["xce-apply", "--auto-approve", "."], repo, env))
     ok(run(["xce-plan", "."], repo, env))
     assert (repo / ".xce").is_dir()
     assert is_clean(repo)

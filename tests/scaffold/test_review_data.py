@@ -35,7 +35,7 @@ def test_every_line_names_its_subject(site: Path) -> None:
         ("role ",): role_allowlists(build.allowlists),
         ("proxy ",): proxy_allowlists(build.allowlists),
         ("the site's policy: ", "role ", "proxy ", "waiver ", "guardrail "): policy_review(build),
-        ("site ", "kind ", "provider ", "group ", "quota/", "volume", "settings "):
+        ("site ", "kind ", "provider ", "group ", "counter/", "quota/", "volume", "settings "):
             map_summary(build),
     }
     for prefixes, text in texts.items():

@@ -16,7 +16,7 @@ from reconciler.state.migrations import VERSION_TABLE, latest_version, migration
 from tests.state.targets import Target
 
 FORK = multiprocessing.get_context("fork")
-LATEST = 7
+LATEST = 8
 
 
 def build_version_1(target: Target) -> None:
@@ -96,16 +96,17 @@ def test_version_1_store_is_migrated_in_place(target: Target) -> None:
 def test_store_newer_than_the_code_is_refused(target: Target, snapshot: SnapshotAssertion) -> None:
     with target.open() as store:
         label = store.label
-    target.raw("INSERT INTO schema_version (version, applied) VALUES (8, 0)")
+    newer = LATEST + 1
+    target.raw(f"INSERT INTO schema_version (version, applied) VALUES ({newer}, 0)")
     with pytest.raises(StateError) as caught:
         target.open()
     assert caught.value.code == "XCE803"
     text = render_text(caught.value.problems).replace(label, "<store>")
-    assert "version 8" in text and f"supports ({LATEST})" in text
+    assert f"version {newer}" in text and f"supports ({LATEST})" in text
     assert text == snapshot
     # refusing changed nothing
     rows = target.raw("SELECT max(version) FROM schema_version")
-    assert rows[0][0] == 8
+    assert rows[0][0] == newer
 
 
 def test_failed_migration_is_rolled_back(target: Target) -> None:

@@ -39,14 +39,14 @@ def test_the_issue_example_a_saved_plan_applies_as_printed(installed: Installed,
     assert printed == "xce-apply plan.json"
     applied = installed.run(shlex.split(printed), tmp_path, ENV)
     assert applied.returncode == 0, applied.stderr
-    assert "3296 done" in applied.stdout
+    assert "3297 done" in applied.stdout
     assert "Done with warnings (20):" in applied.stdout
     assert applied.stdout.count("does not resolve to a uid") == 1  # 20 users, one line
 
     again = installed.run(shlex.split(printed), tmp_path, ENV)
     assert again.returncode == 0, again.stderr
-    assert "0 done, 3296 already done" in again.stdout
-    assert again.stderr.count("already-done") == 1  # one log line, not 3,296
+    assert "0 done, 3297 already done" in again.stdout
+    assert again.stderr.count("already-done") == 1  # one log line, not 3,297
 
     quotas = tmp_path / "site" / "storage" / "quotas.yaml"
     quotas.write_text(quotas.read_text().replace("alice: 2TiB", "alice: 3TiB"))

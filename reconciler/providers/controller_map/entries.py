@@ -15,9 +15,15 @@ from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.controller_map.lifecycle import HostState
 
 # Every kind whose provider is the controller map (docs/architecture.md). Volume quotas
-# belong to the volume's directory provider; only pool quotas live here.
-HELD_KINDS = ("counter", "dataset", "host", "host-group", "license", "quota", "storage-pool")
+# belong to the volume's directory provider; only pool quotas live here. Jobs are
+# recorded by reporters only (``jobs.py``).
+HELD_KINDS = (
+    "counter", "dataset", "host", "host-group", "job", "license", "quota", "storage-pool",
+)
 CHANGE_FIELDS = frozenset({"amount", "attributes", "spec"})
+# Spec keys the map itself records on a host, never a plan: when it entered its state
+# (``since``, the lifecycle) and when a reporter last told of it (``seen``, P8).
+RECORDED = ("since", "seen")
 
 
 def invalid(message: str) -> ProviderError:
@@ -112,9 +118,21 @@ def with_state(entry: Entry, state: str, at: float) -> Entry:
     return replace(entry, state=str(state), spec={**entry.spec, "since": int(at)})
 
 
+def with_seen(entry: Entry, at: float) -> Entry:
+    """The host as a reporter event leaves it: ``spec.seen`` is the latest event's second.
+
+    Recorded also for an event that changes no state (a rejoin after a controller
+    restart), so the planner can tell which workers came back (P8); a late report of an
+    older event never moves it back.
+    """
+    seen = max(int(at), int(entry.spec.get("seen", 0)))
+    return entry if entry.spec.get("seen") == seen else replace(
+        entry, spec={**entry.spec, "seen": seen})
+
+
 def new_entry(parsed: Entry, owner: str | None, at: float) -> Entry:
     """A created entry: hosts start ``expected`` (the join confirms them), the rest available."""
-    spec = {k: v for k, v in parsed.spec.items() if k != "since"}
+    spec = {k: v for k, v in parsed.spec.items() if k not in RECORDED}
     entry = replace(parsed, owner=owner, spec=spec)
     if entry.kind == "host":
         return with_state(entry, HostState.EXPECTED, at)
@@ -125,7 +143,7 @@ def changed_content(current: Entry, desired: Entry | None, changes: Any) -> Entr
     """The entry with amount, attributes and spec from the desired entry, then ``changes``.
 
     Identity, state, source and owner never change this way: states move only through the
-    lifecycle, and ``spec.since`` stays what the lifecycle recorded.
+    lifecycle, and ``spec.since`` and ``spec.seen`` stay what the map recorded.
     """
     fields: dict[str, Any] = {}
     if desired is not None:
@@ -138,9 +156,10 @@ def changed_content(current: Entry, desired: Entry | None, changes: Any) -> Entr
         fields.update(changes)
     merged = {"attributes": current.attributes, "spec": current.spec, **fields}
     spec = dict(_mapping(merged, "spec", current.id))
-    spec.pop("since", None)
-    if "since" in current.spec:
-        spec["since"] = current.spec["since"]
+    for key in RECORDED:
+        spec.pop(key, None)
+        if key in current.spec:
+            spec[key] = current.spec[key]
     return replace(
         current,
         amount=_amount(fields.get("amount", current.amount), current.id),

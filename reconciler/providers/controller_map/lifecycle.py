@@ -94,6 +94,9 @@ _RULES: dict[Event, _Rule] = {
 
 # States in which a host runs nothing of ours, so its entry may be removed outright.
 RESTING = frozenset({S.EXPECTED, S.DRAINED, S.RELEASED, S.LOST})
+# States in which a host's worker is connected to the controller: after a restart it
+# joins again (P8: ``spec.seen`` tells whether it has).
+REPORTING = (S.JOINING, S.AVAILABLE, S.DRAINING)
 
 
 class Refused(Exception):

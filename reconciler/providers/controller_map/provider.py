@@ -33,6 +33,7 @@ from reconciler.providers.controller_map.entries import (
     parse_entry,
     with_state,
 )
+from reconciler.providers.controller_map.jobs import refuse_planned
 from reconciler.providers.controller_map.lifecycle import (
     PLAN_ACTIONS,
     RESTING,
@@ -116,7 +117,7 @@ class ControllerMapProvider(ProviderSkeleton[Txn]):
         """The map file, opened on first use so that constructing a provider is free."""
         with self._opening:
             if self._store is None:
-                self._store = MapStore(self.map_file)
+                self._store = MapStore(self.map_file, now=self._now)
             return self._store
 
     def book(self) -> AbstractContextManager[Txn]:
@@ -131,9 +132,11 @@ class ControllerMapProvider(ProviderSkeleton[Txn]):
         return {"ready": True, "generation": generation}
 
     def inventory_result(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Every entry, and the serving session (P8: the planner settles after a restart)."""
         with self.store.read() as tx:
-            generation, docs = tx.generation(), tx.docs()
-        return {"generation": generation, "complete": True, "entries": decode_docs(docs)}
+            generation, docs, session = tx.generation(), tx.docs(), tx.session()
+        return {"generation": generation, "complete": True, "entries": decode_docs(docs),
+                "session": session.to_json()}
 
     def capacity(self, params: Mapping[str, Any]) -> dict[str, int]:
         """Storage-pool capacity; ``used`` is what pool quotas commit (the map holds no usage)."""
@@ -163,6 +166,7 @@ class ControllerMapProvider(ProviderSkeleton[Txn]):
 
     def _change(self, tx: Txn, request: Request, now: float) -> _Outcome:
         params = request.params
+        refuse_planned(params)
         action = _action(params, request.verb)
         if request.verb == "create":
             return self._create(tx, params, request.owner, now)

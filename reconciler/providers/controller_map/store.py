@@ -1,7 +1,7 @@
 """The controller map's SQLite file: entries keyed by id, plus the provider's memory.
 
-One file holds the entries, the generation, the highest epoch seen and the applied
-op_ids, so a change, its generation bump and its op_id record commit in one
+One file holds the entries, the generation, the highest epoch seen, the serving session
+and the applied op_ids, so a change, its generation bump and its op_id record commit in one
 transaction: a crash can never leave a change without its op_id (applied twice) or an
 op_id without its change (lost). WAL lets ``inventory`` and ``xce-map show`` read a
 consistent snapshot while a writer works.
@@ -9,9 +9,10 @@ consistent snapshot while a writer works.
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import orjson
 
 from compiler.gc_pause import gc_paused
-from compiler.supply_map import Entry
+from compiler.supply_map import Entry, Session
 from reconciler import sqlite
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.opledger import fence, recorded
@@ -140,6 +141,29 @@ class Txn:
     def generation(self) -> int:
         return self._meta("generation")
 
+    def session(self) -> Session:
+        """The serving session (P8); its ``since`` is whole seconds."""
+        return Session(f"{self._meta('session'):016x}", self._meta("session_since"))
+
+    def new_session(self, at: float) -> Session:
+        """A new serving session from ``at``: what a controller restart begins."""
+        self._set_meta("session", secrets.randbits(63) | 1)  # never 0, which means none
+        self._set_meta("session_since", int(at))
+        return self.session()
+
+    def ensure_session(self, now: Callable[[], float]) -> None:
+        """A new map (or one older than sessions) begins its first session now."""
+        if self._meta("session") == 0:
+            self.new_session(now())
+
+    def count_states(self, kind: str, states: Iterable[str]) -> int:
+        """How many entries of ``kind`` are in one of ``states``, without decoding entries."""
+        states = list(states)
+        marks = ",".join("?" * len(states))
+        query = (f"SELECT count(*) FROM entries WHERE kind = ? "
+                 f"AND json_extract(doc, '$.state') IN ({marks})")
+        return int(self._db.execute(query, [kind, *states]).fetchone()[0])
+
     def bump_generation(self) -> int:
         """One more than before: every committed change makes a new snapshot."""
         generation = self._meta("generation") + 1
@@ -182,9 +206,15 @@ class MapStore:
     """The map file, opened through ``reconciler.sqlite``; failures as protocol errors."""
 
     def __init__(
-        self, path: Path, *, create: bool = True, timeout: float = sqlite.BUSY_TIMEOUT_S
+        self,
+        path: Path,
+        *,
+        create: bool = True,
+        timeout: float = sqlite.BUSY_TIMEOUT_S,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self.path = path
+        self._now = now
         if not create and not path.is_file():
             raise ProviderError(ErrorCode.FAILED_PRECONDITION, f"no controller map at {path}")
         with _translated(path):
@@ -198,6 +228,8 @@ class MapStore:
     def _check_schema(self) -> None:
         with self.change() as tx:
             version = tx.create_schema()
+            if version == SCHEMA_VERSION:
+                tx.ensure_session(self._now)
         if version != SCHEMA_VERSION:
             raise ProviderError(
                 ErrorCode.FAILED_PRECONDITION,
