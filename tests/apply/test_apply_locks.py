@@ -105,7 +105,9 @@ def test_lock_lost_during_the_run_stops_it(site: Site) -> None:
     report = site.apply(plan, lock_ttl=0.3, parallelism=1)
     thief.join()
     assert report.stopped is not None and report.stopped.code == "XCE837"
-    assert "held by ci@runner-7" in report.stopped.message
+    # The heartbeat that notices may fall between the thief's release and its acquire.
+    message = report.stopped.message
+    assert "held by ci@runner-7" in message or message.endswith("nobody holds it now"), message
     counts = report.counts()
     assert counts["done"] >= 1 and counts["skipped"] >= 1
     assert {o.code for o in report.outcomes if o.status == "skipped"} == {"XCE833"}

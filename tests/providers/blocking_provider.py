@@ -41,16 +41,24 @@ class Gate:
         pass_through(self.path)
 
     def release(self) -> None:
+        """Let waiters through; a no-op once the test's folder is gone (a timer that fires
+        after its test ended has nobody left to release)."""
         try:
             writer: int | None = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return
         except OSError as err:  # ENXIO: no one waits at the moment
             assert err.errno == errno.ENXIO, err
             writer = None
         plain = self.path.with_name(self.path.name + ".open")
-        plain.touch()
-        os.replace(plain, self.path)
-        if writer is not None:
-            os.close(writer)
+        try:
+            plain.touch()
+            os.replace(plain, self.path)
+        except FileNotFoundError:
+            return
+        finally:
+            if writer is not None:
+                os.close(writer)
 
 
 def gate_path(workdir: Path, what: str) -> Path:
