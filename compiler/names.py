@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import difflib
 import heapq
+import re
 import unicodedata
 from collections.abc import Iterable
 
 # The longest name, in UTF-8 bytes: a path component (NAME_MAX on Linux filesystems), a
 # user or group name, one part of an entry id. Live entries are held to it too.
 MAX_NAME_BYTES = 255
+
+# A topology key, as the provider protocol, the live map and site-config all read it: a
+# name, optionally under a domain (``rack``, ``block``, ``site.example/pod``), ending in a
+# letter or digit.
+TOPOLOGY_KEY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._/-]*[A-Za-z0-9])?")
 
 
 def invisible_reason(name: str) -> str | None:

@@ -12,13 +12,12 @@ caller before it is sent and by every in-process provider — never attempted.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from compiler.names import invisible_reason, too_long_reason
+from compiler.names import TOPOLOGY_KEY, invisible_reason, too_long_reason
 from compiler.secrets import SecretError, resolve
 from compiler.supply_map import Session
 
@@ -55,8 +54,6 @@ class ErrorCode(StrEnum):
 
 RETRYABLE = frozenset({ErrorCode.UNAVAILABLE, ErrorCode.DEADLINE_EXCEEDED})
 
-# A topology key: a name, optionally under a domain (``rack``, ``switch``, ``site.example/pod``).
-_KEY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._/-]*[A-Za-z0-9])?")
 
 Segments = Mapping[str, str]  # one place in the site's topology: {"rack": "A01", "switch": "s1"}
 
@@ -70,7 +67,7 @@ def segments(value: object, what: str) -> dict[str, str]:
         raise ProviderError(ErrorCode.INVALID_ARGUMENT,
                             f"{what} must be a non-empty object of topology keys, got {value!r}")
     for key, label in value.items():
-        if not isinstance(key, str) or too_long_reason(key) or not _KEY.fullmatch(key):
+        if not isinstance(key, str) or too_long_reason(key) or not TOPOLOGY_KEY.fullmatch(key):
             raise ProviderError(ErrorCode.INVALID_ARGUMENT,
                                 f"{what}: {key!r} is not a topology key (a name such as "
                                 "'rack' or 'site.example/pod')")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
@@ -21,14 +20,10 @@ from compiler.model.types import (
     Name,
     Strict,
 )
-from compiler.names import invisible_reason, shown, too_long_reason
+from compiler.names import TOPOLOGY_KEY, invisible_reason, shown, too_long_reason
 
 _COUNT_OR_BOUNDS = "give either 'count' or 'min'/'max', not both"
 COUNTERS = "counters of each host (slots, mem, gpu, nvme, …): a count or a size"
-# The provider protocol's grammar of a topology key (reconciler/protocol.py), so that every
-# key a site writes is one a provider and the live map accept: a name, optionally under a
-# domain (``block``, ``site.example/pod``), ending in a letter or digit.
-TOPOLOGY_KEY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._/-]*[A-Za-z0-9])?")
 _KEY_FORM = "letters, digits, '.', '_', '-' or '/', starting and ending with a letter or digit"
 SHORTHANDS = ("rack", "switch")  # ``rack: A`` is ``topology: {rack: A}``
 

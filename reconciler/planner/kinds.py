@@ -12,6 +12,9 @@ from reconciler.plan.model import Verb
 
 LEVELS = ("observe", "report", "correct", "correct-destructive")
 
+# Host states in which jobs may still run there, and whose workers report (PR-4).
+RUNNING = frozenset({"joining", "available", "draining"})
+
 # Supply that the site-config fully describes may be removed by default; volumes, user
 # directories and quotas hold or guard users' data, so removing them is opt-in.
 DEFAULT_MANAGEMENT: Mapping[str, str] = {

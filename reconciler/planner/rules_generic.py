@@ -7,9 +7,7 @@ from reconciler.plan.model import FieldChange, Verb
 from reconciler.planner.builder import Builder
 from reconciler.planner.compare import field_changes
 from reconciler.planner.deps import parents
-
-# Host states in which jobs may still run there (PR-4).
-RUNNING = frozenset({"joining", "available", "draining"})
+from reconciler.planner.kinds import RUNNING
 
 
 def update_reason(entry: Entry, changes: tuple[FieldChange, ...]) -> str:

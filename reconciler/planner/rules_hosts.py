@@ -11,8 +11,9 @@ from reconciler.plan.model import FieldChange, Verb
 from reconciler.planner.backoff import count_release, create_reason
 from reconciler.planner.builder import Builder, with_state
 from reconciler.planner.compare import field_changes
+from reconciler.planner.kinds import RUNNING
 from reconciler.planner.rules_discovery import plan_discovered
-from reconciler.planner.rules_generic import RUNNING, plan_update
+from reconciler.planner.rules_generic import plan_update
 
 SATISFYING = frozenset({"expected", "joining", "available"})
 NOT_JOINED = frozenset({"expected", "joining"})

@@ -18,9 +18,10 @@ from compiler.problem_render import fold_subjects
 from compiler.supply_map import Entry, Session
 from compiler.units import format_utc
 from reconciler.drift.model import age_text
+from reconciler.planner.kinds import RUNNING
 from reconciler.planner.settings import SettlePolicy
 
-WORKERS = frozenset({"joining", "available", "draining"})  # hosts that report (spec.seen)
+WORKERS = RUNNING  # hosts whose worker reports (spec.seen): where jobs may run
 FOLDED_CHARS = 80  # the workers not rejoined, folded as a hostlist, if it is this short;
 SHOWN_NAMES = 8  # else the first names and the count
 
