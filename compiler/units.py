@@ -212,3 +212,16 @@ def format_size(n: int) -> str:
 def format_utc(seconds: float) -> str:
     """An instant (seconds since the epoch) as plans, replies and reports print it."""
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_AGE_UNITS = ((86400, "day"), (3600, "hour"), (60, "minute"))
+
+
+def age_text(seconds: float) -> str:
+    """``3 days``, ``5 hours``, ``1 minute``: the largest unit that fits at least twice
+    (once for minutes), so 30 hours read ``30 hours`` and not ``1 day``."""
+    for size, unit in _AGE_UNITS:
+        n = int(seconds // size)
+        if n >= 2 or (n == 1 and size == 60):
+            return f"{n} {unit}" + ("s" if n > 1 else "")
+    return "less than a minute"

@@ -225,28 +225,31 @@ def _report_lines(report: Report, line: Callable[[Moved], str], noun: str) -> li
     return lines
 
 
+def _recorded(path: Path, event: str, recorder: Callable[[MapStore], Report],
+              codes: Mapping[Cause, str], noun: str, line: Callable[[Moved], str]) -> int:
+    """One batch of host or job events, recorded all or nothing, and what moved."""
+    with _opened(path, create=True) as store:
+        try:
+            report = recorder(store)
+        except EventRefused as err:
+            raise UserError(_refusal_problems(event, err.refusals, codes, noun)) from None
+    sys.stdout.write("\n".join(_report_lines(report, line, noun)) + "\n")
+    return EXIT_OK
+
+
 def _report(args: argparse.Namespace, path: Path) -> int:
     event = Event(args.event)
     hosts, at = _hosts(args.hosts), _instant(args.at)
-    with _opened(path, create=True) as store:
-        try:
-            report = record(store, event, hosts, at, args.provider)
-        except EventRefused as err:
-            raise UserError(_refusal_problems(event, err.refusals, HOST_CODES, "host")) from None
-    sys.stdout.write("\n".join(_report_lines(report, _host_line, "host")) + "\n")
-    return EXIT_OK
+    return _recorded(path, event, lambda store: record(store, event, hosts, at, args.provider),
+                     HOST_CODES, "host", _host_line)
 
 
 def _job(args: argparse.Namespace, path: Path) -> int:
     event = JobEvent(args.event)
     jobs, user, at = _jobs(args.jobs), _user(args.user), _instant(args.at)
-    with _opened(path, create=True) as store:
-        try:
-            report = record_jobs(store, event, jobs, at, args.provider, user=user)
-        except EventRefused as err:
-            raise UserError(_refusal_problems(event, err.refusals, JOB_CODES, "job")) from None
-    sys.stdout.write("\n".join(_report_lines(report, _job_line, "job")) + "\n")
-    return EXIT_OK
+    return _recorded(path, event, lambda store: record_jobs(store, event, jobs, at, args.provider,
+                                                            user=user),
+                     JOB_CODES, "job", _job_line)
 
 
 def _restart(args: argparse.Namespace, path: Path) -> int:

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from compiler.problems import Problem
+from compiler.units import age_text
 
 FORMAT_VERSION = 1  # of the JSON rendering (docs/drift.md, "JSON")
 
@@ -244,19 +245,6 @@ def group_by_kind(findings: Iterable[Finding]) -> tuple[KindGroup, ...]:
         KindGroup(kind, tuple(ProviderGroup(p, tuple(fs)) for p, fs in sorted(providers.items())))
         for kind, providers in sorted(kinds.items())
     )
-
-
-_UNITS = ((86400, "day"), (3600, "hour"), (60, "minute"))
-
-
-def age_text(seconds: float) -> str:
-    """``3 days``, ``5 hours``, ``1 minute``: the largest unit that fits at least twice
-    (once for minutes), so 30 hours read ``30 hours`` and not ``1 day``."""
-    for size, unit in _UNITS:
-        n = int(seconds // size)
-        if n >= 2 or (n == 1 and size == 60):
-            return f"{n} {unit}" + ("s" if n > 1 else "")
-    return "less than a minute"
 
 
 def _problem_json(p: Problem) -> dict[str, Any]:

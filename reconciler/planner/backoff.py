@@ -21,8 +21,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from compiler.supply_map import Entry
-from compiler.units import format_utc
-from reconciler.drift.model import age_text
+from compiler.units import age_text, format_utc
 from reconciler.plan.file import fingerprint
 from reconciler.plan.model import FailedAttempt
 from reconciler.planner.builder import Builder

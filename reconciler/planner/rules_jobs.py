@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.supply_map import Entry
-from reconciler.drift.model import age_text
+from compiler.units import age_text
 from reconciler.plan.model import Verb
 from reconciler.planner.builder import Builder
 

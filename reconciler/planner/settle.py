@@ -16,8 +16,7 @@ from collections.abc import Mapping
 
 from compiler.problem_render import fold_subjects
 from compiler.supply_map import Entry, Session
-from compiler.units import format_utc
-from reconciler.drift.model import age_text
+from compiler.units import age_text, format_utc
 from reconciler.planner.kinds import RUNNING
 from reconciler.planner.settings import SettlePolicy
 
