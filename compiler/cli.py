@@ -20,6 +20,8 @@ from compiler.problem_render import FORMATS, render
 from compiler.problems import Problem, Problems, Severity, UserError
 from compiler.revision import Revision, site_revision
 from compiler.schema_export import site_file_schema
+from compiler.site_locate import HELP as SITE_HELP
+from compiler.site_locate import locate_site
 from compiler.textstyle import Style
 
 
@@ -28,13 +30,7 @@ def parser() -> argparse.ArgumentParser:
         prog="xce-compile",
         description="Validate a site-config folder and compile the desired supply map.",
     )
-    p.add_argument(
-        "site",
-        nargs="?",
-        default="site-config",
-        type=Path,
-        help="site-config folder (default: site-config)",
-    )
+    p.add_argument("site", nargs="?", type=Path, help=SITE_HELP)
     p.add_argument("--out", type=Path, default=Path("build"), help="output folder (default: build)")
     p.add_argument(
         "--check",
@@ -66,6 +62,7 @@ def _body(argv: list[str] | None) -> int:
     if args.schema:
         sys.stdout.write(dumps(site_file_schema()).decode())
         return EXIT_OK
+    args.site = locate_site(args.site)
     problems = Problems()
     compiled, files = compile_site(args.site, problems, args.policies)
     shown = located(problems, files)

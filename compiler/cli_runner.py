@@ -5,11 +5,15 @@ the reconciler through a Problem; a bug of ours prints one line and the path of 
 that holds the full traceback, never the traceback itself. A run asked for ``--format
 json|markdown|github`` gets that document on stdout however it ends — the problems, a
 usage mistake, or the crash — so a CI job's JSON consumer or PR comment always has one.
+Output that cannot be written (stdout closed or full, a character its encoding lacks) is
+one line on stderr too, never a traceback (``compiler.std_streams``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import sys
 import tempfile
@@ -23,6 +27,7 @@ from typing import Any, NoReturn
 from compiler import __version__, codes
 from compiler.problem_render import FORMATS, render, render_text
 from compiler.problems import Problem, UserError
+from compiler.std_streams import OutputFailed, guarded
 from compiler.textstyle import Style
 
 DISTRIBUTION = "xce-gitops"
@@ -142,6 +147,30 @@ def write_crash_report(prog: str, exc: BaseException) -> str:
     return path
 
 
+# What the system says of a path itself, whichever file of the command meets it: the path
+# was given (or made from one given), so it is the user's to change, never a bug.
+_PATH_ERRNOS = {errno.ENAMETOOLONG: "it is longer than the system takes",
+                errno.ELOOP: "its symbolic links lead round in a loop"}
+
+
+def _unusable_path(exc: BaseException) -> Problem | None:
+    """An OSError about a path the system cannot use (a 3,000-folder site path, a loop of
+    links) as a problem naming the path (shortened: it may be thousands of characters)."""
+    if not isinstance(exc, OSError) or exc.errno not in _PATH_ERRNOS:
+        return None
+    path = os.fsdecode(exc.filename) if exc.filename is not None else "(a path given)"
+    shown = path if len(path) <= 120 else f"{path[:50]}…{path[-50:]}"
+    return Problem(codes.PATH_UNUSABLE, f"cannot use this path of {len(path):,} characters: "
+                   f"{_PATH_ERRNOS[exc.errno]}", "give a shorter path (a relative one, or a "
+                   "link to the folder), or one whose links end", subject=shown)
+
+
+def _report(problems: Sequence[Problem]) -> None:
+    """Problems that end a run: as text on stderr, and as the document asked for."""
+    sys.stderr.write(render_text(problems, Style.for_stream(sys.stderr)))
+    _document(problems)
+
+
 def _document(problems: Sequence[Problem]) -> None:
     """The problems as the document the run asked for, on stdout (text goes to stderr)."""
     fmt = _requested.get()
@@ -150,25 +179,71 @@ def _document(problems: Sequence[Problem]) -> None:
 
 
 def run_cli(prog: str, body: Callable[[], int]) -> int:
-    """Run a command body, turning every failure into one of the three documented shapes."""
+    """Run a command body, turning every failure into one of the three documented shapes;
+    its output is written, or failing to write it is one clear line (``std_streams``)."""
     token = _requested.set(TEXT)
     try:
+        with guarded() as writable:
+            if not writable:
+                return _stdout_closed(prog)
+            try:
+                code = _run(prog, body)
+                sys.stdout.flush()
+                return code
+            except OutputFailed as failure:
+                return _output_failed(prog, failure)
+            except SystemExit:  # --help, --version: what they wrote must reach its reader
+                try:
+                    sys.stdout.flush()
+                except OutputFailed as failure:
+                    raise SystemExit(_output_failed(prog, failure)) from None
+                raise
+    finally:
+        _requested.reset(token)
+
+
+def _stdout_closed(prog: str) -> int:
+    """Nothing of the command runs: its result would have nowhere to go."""
+    with contextlib.suppress(OSError, AttributeError):
+        sys.stderr.write(render_text([Problem(
+            codes.OUTPUT_FAILED, "standard output is closed: the command's result would "
+            "have nowhere to go, so it did not run",
+            "give it an output: > FILE, or > /dev/null to discard it", subject=prog)]))
+    return EXIT_ERROR
+
+
+def _output_failed(prog: str, failure: OutputFailed) -> int:
+    """Standard output (or error) failed mid-run: say so on stderr when it can take it;
+    a pipe whose reader left ends quietly, as ``head`` expects of a writer."""
+    if not failure.reader_left:
+        with contextlib.suppress(OutputFailed, OSError):
+            sys.stderr.write(render_text([Problem(
+                codes.OUTPUT_FAILED, f"{failure}; the output is incomplete",
+                "write it where there is room (another file system, or a pipe that reads "
+                "to the end)", subject=prog)]))
+    return EXIT_ERROR
+
+
+def _run(prog: str, body: Callable[[], int]) -> int:
+    """The body, and what each kind of failure prints; ``OutputFailed`` is run_cli's."""
+    try:
         return body()
+    except OutputFailed:
+        raise
     except UserError as err:
-        sys.stderr.write(render_text(err.problems, Style.for_stream(sys.stderr)))
-        _document(err.problems)
+        _report(err.problems)
         return err.exit_code if isinstance(err, Refusal) else EXIT_ERROR
     except KeyboardInterrupt:
         sys.stderr.write(f"{prog}: interrupted\n")
         return 130
-    except BrokenPipeError:
-        return EXIT_ERROR
     except Exception as exc:
+        unusable = _unusable_path(exc)
+        if unusable is not None:
+            _report([unusable])
+            return EXIT_ERROR
         path = write_crash_report(prog, exc)
         what = f"internal error ({type(exc).__name__}); this is a bug in xce-gitops"
         sys.stderr.write(f"{prog}: {what}. Full traceback: {path}\n")
         _document([Problem(codes.INTERNAL, what, f"report it with the file {path}, which holds "
                            "the full traceback", subject=prog)])
         return EXIT_ERROR
-    finally:
-        _requested.reset(token)

@@ -21,6 +21,18 @@ CANNOT_WRITE = "XCE008"  # the --out folder
 POLICIES_NOT_A_FOLDER = "XCE010"  # --policies DIR
 NO_POLICY_FILES = "XCE011"  # a policies folder without any of the three files
 EMPTY_CATALOG = "XCE012"  # opcodes.yaml lists no opcode
+# Finding the site (XCE03x, compiler/site_locate.py)
+NO_SITE_FOUND = "XCE030"  # no folder given, and none found where the rule looks
+NOT_A_SITE = "XCE031"  # a folder given that holds no site, where files would be made beside it
+NO_SITE_AT_REVISION = "XCE032"  # xce-policy review: the revision holds no site
+# Every input file and --out target (XCE035–XCE037, compiler/file_io.py)
+NOT_A_REGULAR_FILE = "XCE035"  # a FIFO, device, socket or folder given or found as an input
+INPUT_TOO_LARGE = "XCE036"  # more bytes than the cap of its kind of input
+OUT_NOT_A_FILE = "XCE037"  # an output would replace something other than a regular file
+# YAML that is not the language's YAML 1.2 (compiler/yaml12.py); output that fails
+NOT_PLAIN_YAML = "XCE046"  # a merge key <<, a %YAML directive but 1.2, a tag
+OUTPUT_FAILED = "XCE047"  # standard output closed, full or failing (compiler/std_streams.py)
+PATH_UNUSABLE = "XCE048"  # a path the system refuses: too long, a loop of links
 # Schema (XCE1xx)
 UNKNOWN_KEY = "XCE101"
 WRONG_TYPE = "XCE102"
@@ -28,6 +40,7 @@ NOT_A_SIZE = "XCE103"
 NOT_A_DURATION = "XCE104"
 MISSING_KEY = "XCE105"
 NOT_ALLOWED = "XCE106"
+COUNT_NOT_A_NUMBER = "XCE107"  # a count (seats) written as a string or a size
 # Hosts (XCE2xx)
 HOSTLIST_SYNTAX = "XCE201"
 HOSTLIST_DESCENDING = "XCE202"

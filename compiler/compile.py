@@ -58,8 +58,9 @@ def load_site(site_dir: Path, problems: Problems) -> list[SourceFile]:
             subject=str(site_dir),
         )
         return []
-    paths = find_yaml_files(site_dir)
-    if not paths:
+    before = len(problems)
+    paths = find_yaml_files(site_dir, problems)
+    if not paths and len(problems) == before:  # else a folder could not be listed: said so
         problems.error(
             codes.CANNOT_READ,
             f"no YAML files (*.yaml, *.yml) under '{site_dir}'",

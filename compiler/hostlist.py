@@ -172,10 +172,14 @@ def _raw_segments(term: str, offset: int) -> list[_Segment]:
         raise HostlistError("empty host name (two commas in a row, or a trailing comma)", offset)
     out: list[_Segment] = []
     i = 0
+    before: tuple[int, _Bracket] | None = None  # the bracket before, and where it is
     while i < len(term):
         if term[i] == "[":
+            if before is not None:
+                _not_before_another(*before)
             end = term.index("]", i)
-            out.append(_parse_bracket(term[i + 1 : end], offset + i + 1))
+            before = (offset + i, _parse_bracket(term[i + 1 : end], offset + i + 1))
+            out.append(before[1])
             i = end + 1
             continue
         m = _NAME_CHARS.match(term, i)
@@ -184,6 +188,19 @@ def _raw_segments(term: str, offset: int) -> list[_Segment]:
         out.extend(_TEXT_RUNS.findall(m.group()))
         i = m.end()
     return out
+
+
+def _not_before_another(offset: int, bracket: _Bracket) -> None:
+    """Slurm refuses a bracket of more than MAX_RANGE values (repeats counted) that another
+    bracket follows, adjacent or not (``a[1-40000,40001-65537][1]``); only the last may
+    hold more, each of its ranges at most MAX_RANGE."""
+    if _count(bracket) > MAX_RANGE:
+        raise HostlistError(
+            f"a bracket of {_count(bracket):,} values (repeats counted) before another "
+            f"bracket; Slurm reads at most {MAX_RANGE:,} there",
+            offset,
+            "too-large",
+        )
 
 
 def _segments(term: str, offset: int) -> list[_Segment]:

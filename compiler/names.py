@@ -8,6 +8,8 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from compiler.textstyle import printable
+
 # The longest name, in UTF-8 bytes: a path component (NAME_MAX on Linux filesystems), a
 # user or group name, one part of an entry id. Live entries are held to it too.
 MAX_NAME_BYTES = 255
@@ -55,9 +57,7 @@ def visible(text: str) -> str:
     surrogate) escaped, and shortened when long."""
     if len(text) > 60:
         text = text[:40] + f"… ({len(text)} characters)"
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+    return printable(text)
 
 
 def path_unsafe_reason(name: str) -> str | None:

@@ -1,34 +1,24 @@
-"""Writing the build outputs atomically, with a manifest of their digests."""
+"""Writing the build outputs atomically, with a manifest of their digests; which files they are."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from compiler import __version__
 from compiler.canonical import digest, dumps
+from compiler.file_io import check_replaceable, write_atomic
 from compiler.model.document import LANGUAGE_VERSION
 from compiler.revision import Revision
 
 MANIFEST_SCHEMA = 1
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            os.fchmod(fh.fileno(), 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+MANIFEST = "manifest.json"
+# every file xce-compile may write beside its manifest (allowlists.json only with policies)
+COMPILED_FILES = ("supply-map.json", "bindings.json", "drift.json", "allowlists.json")
+BUILD_DIR = Path("build")  # where xce-compile writes unless told --out
 
 
 def write_outputs(
@@ -52,8 +42,37 @@ def write_outputs(
         **({"policies": dict(policies)} if policies is not None else {}),
         "outputs": {},
     }
+    for name in (*documents, MANIFEST):  # each target, before any is written
+        check_replaceable(out_dir / name)
     for name, data in sorted(documents.items()):
         write_atomic(out_dir / name, data)
         manifest["outputs"][name] = digest(data)
-    write_atomic(out_dir / "manifest.json", dumps(manifest))
+    write_atomic(out_dir / MANIFEST, dumps(manifest))
     return manifest
+
+
+def compiler_output(path: Path, build_dirs: tuple[Path, ...] = ()) -> str | None:
+    """Why ``path`` is xce-compile's (it wrote it, or writes it on its next run), or None:
+    the manifest beside it lists it or is it, or it bears a compiled file's name in a folder
+    holding a manifest or in one of ``build_dirs`` (where xce-compile writes)."""
+    manifest = path.parent / MANIFEST
+    listed = _listed(manifest)
+    if listed is not None and path.name in listed:
+        return f"{manifest} lists it"
+    if path.name not in (*COMPILED_FILES, MANIFEST):
+        return None
+    if listed is not None or any(path.parent.resolve() == d.resolve() for d in build_dirs):
+        return f"xce-compile writes {path.name} into {path.parent}"
+    return None
+
+
+def _listed(manifest: Path) -> frozenset[str] | None:
+    """The files a compiler manifest lists, itself included; None when it is not one."""
+    try:
+        doc = orjson.loads(manifest.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(doc, dict) or "compiler" not in doc or not isinstance(
+            doc.get("outputs"), dict):
+        return None
+    return frozenset((*doc["outputs"], MANIFEST))

@@ -18,7 +18,7 @@ import orjson
 from compiler.formats import Formats
 from compiler.hostlist import compress
 from compiler.problems import Problem, Severity
-from compiler.textstyle import Style
+from compiler.textstyle import Style, printable
 
 FOLDED_TERMS = 12  # terms of a folded subject list shown before "… (N in all)"
 _FOLDABLE = re.compile(r"[A-Za-z0-9._-]+")  # names ClusterShell folds as hostlists do
@@ -26,13 +26,15 @@ _TERM = re.compile(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*")  # one term of a folded hos
 
 
 def _place(p: Problem) -> str:
+    """Where a problem is, for people: a path or name printed escaped (``printable``), as
+    every text rendering prints it."""
     if p.where is not None:
-        return p.where.label()
-    return p.subject or "<site>"
+        return printable(p.where.label())
+    return printable(p.subject or "<site>")
 
 
 def _also(p: Problem) -> str:
-    return ", ".join(w.label() for w in p.also)
+    return printable(", ".join(w.label() for w in p.also))
 
 
 def fold_subjects(subjects: Iterable[str], limit: int = FOLDED_TERMS) -> str:
@@ -79,7 +81,9 @@ class Grouped:
     subjects: tuple[str, ...]
 
     def place(self) -> str:
-        return fold_subjects(self.subjects) if len(self.subjects) > 1 else _place(self.problem)
+        if len(self.subjects) > 1:
+            return printable(fold_subjects(self.subjects))
+        return _place(self.problem)
 
 
 def group_by_subject(problems: Iterable[Problem]) -> list[Grouped]:
@@ -111,13 +115,14 @@ def render_text(problems: Sequence[Problem], style: Style | None = None) -> str:
     for group in group_by_subject(problems):
         p = group.problem
         sev = s.red("error") if p.severity is Severity.ERROR else s.yellow("warning")
-        subject = f" ({p.subject})" if p.subject and p.where is not None else ""
+        subject = f" ({printable(p.subject)})" if p.subject and p.where is not None else ""
         many = f" ({len(group.subjects)} alike)" if len(group.subjects) > 1 else ""
-        out.append(f"{s.bold(group.place())}: {sev}[{p.code}]{many}: {p.message}{subject}")
+        out.append(f"{s.bold(group.place())}: {sev}[{p.code}]{many}: {printable(p.message)}"
+                   f"{subject}")
         if p.also:
             out.append(f"  see also: {_also(p)}")
         if p.hint:
-            out.append(f"  hint: {p.hint}")
+            out.append(f"  hint: {printable(p.hint)}")
     errors = sum(1 for p in problems if p.severity is Severity.ERROR)
     warnings = len(problems) - errors
     if problems:
@@ -125,17 +130,30 @@ def render_text(problems: Sequence[Problem], style: Style | None = None) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
+def _unicode(text: str | None) -> str | None:
+    """``text`` as JSON can hold it: a lone surrogate (a byte of a file name or argument
+    that is not UTF-8, as Python reads one) written as its escape, ``\\udcff``."""
+    if text is None or text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def problem_to_json(p: Problem) -> dict[str, object]:
     return {
         "code": p.code,
         "severity": p.severity.value,
-        "file": p.file,
+        "file": _unicode(p.file),
         "line": p.line,
         "column": p.column,
-        "subject": p.subject,
-        "message": p.message,
-        "hint": p.hint,
-        "also": [{"file": w.file, "line": w.line, "column": w.column} for w in p.also],
+        "subject": _unicode(p.subject),
+        "message": _unicode(p.message),
+        "hint": _unicode(p.hint),
+        "also": [{"file": _unicode(w.file), "line": w.line, "column": w.column}
+                 for w in p.also],
     }
 
 
@@ -216,7 +234,8 @@ def render_github(problems: Sequence[Problem]) -> str:
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """One table cell: a line break is a space, other control characters escaped."""
+    return printable(text.replace("\n", " ")).replace("|", "\\|")
 
 
 def render_markdown(problems: Sequence[Problem]) -> str:

@@ -4,6 +4,8 @@ This is the contract between the compiler (desired map) and the reconciler (live
 plan). Entries are plain frozen data; maps are dicts keyed by id so every later stage
 works per entry and never needs to deep-diff whole maps. ``read_map`` reads a map file,
 the compiled map and a live snapshot alike, each with its own problems (``MapReader``).
+What makes one entry valid is defined once, in ``compiler.entry_contract``, and used by
+every reader of live entries (providers' inventories, snapshots, the controller map).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import msgspec
 import orjson
 
 from compiler.canonical import digest_of, dumps
+from compiler.file_io import MAP_CAP, read_input
 from compiler.names import invisible_reason, shown, too_long_reason
 from compiler.problems import Problem, UserError
 
@@ -291,8 +294,9 @@ def read_json(path: Path, reader: MapReader) -> Any:
 
 
 def _read(path: Path, reader: MapReader) -> bytes:
+    """Never waits nor reads without end (``read_input``: a FIFO or device is ``Refused``)."""
     try:
-        return path.read_bytes()
+        return read_input(path, MAP_CAP)
     except OSError as err:
         raise UserError([reader.unreadable(err)]) from None
 

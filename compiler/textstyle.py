@@ -1,4 +1,5 @@
-"""Terminal styling: colour only when writing to a TTY and NO_COLOR is unset."""
+"""Terminal styling: colour only when writing to a TTY and NO_COLOR is unset; and text that
+reaches a terminal only as characters that print."""
 
 from __future__ import annotations
 
@@ -39,3 +40,14 @@ class Style:
 
     def bold(self, text: str) -> str:
         return self._wrap("1", text)
+
+
+def printable(text: str) -> str:
+    """``text`` with each character that does not print written as ``\\uXXXX``: a line
+    break, a tab, a terminal escape (``\\x1b[31m``), a format character, a lone surrogate.
+    A path or name in a message, whatever bytes it holds, shows as what it is and stays on
+    its line; a renderer that escapes its own way (GitHub's workflow commands, JSON) keeps
+    the text as it is."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)

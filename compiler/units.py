@@ -214,6 +214,17 @@ def format_utc(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def utc_instant(seconds: float) -> float:
+    """``seconds`` if it is an instant ``format_utc`` prints (the years 1 to 9999, as UTC);
+    else UnitError: a time given on a command line (``--as-of +99999999999999d``)."""
+    try:
+        format_utc(seconds)
+    except (OverflowError, OSError, ValueError):
+        raise UnitError("it is past the year 9999 (or before the year 1), which no plan "
+                        "or report can print") from None
+    return seconds
+
+
 _AGE_UNITS = ((86400, "day"), (3600, "hour"), (60, "minute"))
 
 

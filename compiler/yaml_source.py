@@ -1,8 +1,9 @@
 """Reading YAML fast, and finding lines only where a problem needs them.
 
-Every file is loaded with ruamel.yaml's safe loader on its C parser (no line
-information, no round-trip cost), or on its pure parser where the C one fails; before
-either sees a text, ``check_nesting`` makes sure it cannot lead them too deep. Problems
+Every file is loaded as YAML 1.2's core schema (``compiler.yaml12``) on ruamel.yaml's C
+parser (no line information, no round-trip cost), or on its pure parser where the C one
+fails; before either sees a text, ``check_nesting`` makes sure it cannot lead them too
+deep, and ``check_directives`` that it declares no other YAML version. Problems
 carry a YAML path; ``Locator`` composes only the files that have problems (nodes with
 marks) to turn those paths into line and column. Duplicate keys and syntax errors are
 found with marks directly.
@@ -18,12 +19,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from compiler import codes
-from compiler.problems import Problem, Problems, Where, YPath
+from compiler.file_io import SITE_FILE_CAP, Refused, read_input
+from compiler.problems import Problem, Problems, UserError, Where, YPath
+from compiler.yaml12 import YamlRefused, check_directives, reader
 from compiler.yaml_nesting import MAX_DEPTH, TooDeep, Trouble, check_nesting, shape_trouble
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -32,30 +34,29 @@ YAML_SUFFIXES = (".yaml", ".yml")
 SITE_POLICIES = "policies"
 
 
-def _safe_yaml(pure: bool = False) -> YAML:
-    y = YAML(typ="safe", pure=pure)
-    y.allow_duplicate_keys = False
-    return y
-
-
 def _load(text: str) -> Any:
     """The C parser first (fast); where it fails, the pure one, which also reads the YAML 1.2
     forms libyaml rejects (a ':' inside a flow scalar: ``{token: env:X}``). Neither sees a
-    text that nests too deep (``TooDeep``): the C one would crash the process."""
+    text that nests too deep (``TooDeep``): the C one would crash the process. What the
+    language refuses (``YamlRefused``) is refused by both alike: no second try."""
     check_nesting(text)
+    check_directives(text)
     try:
-        return _safe_yaml().load(text)
+        return reader().load(text)
+    except YamlRefused:
+        raise
     except MarkedYAMLError:
-        return _safe_yaml(pure=True).load(text)
+        return reader(pure=True).load(text)
 
 
 def _compose(text: str) -> Node | None:
-    """Nodes with marks, by the same two parsers as ``_load``, after the same check."""
+    """Nodes with marks, by the same two parsers as ``_load``, after the same checks."""
     check_nesting(text)
+    check_directives(text)
     try:
-        node: Node | None = _safe_yaml().compose(text)
+        node: Node | None = reader().compose(text)
     except MarkedYAMLError:
-        node = _safe_yaml(pure=True).compose(text)
+        node = reader(pure=True).compose(text)
     return node
 
 
@@ -90,24 +91,53 @@ def _holds(folder: str) -> Callable[[str], bool]:
     return lambda name: os.path.exists(os.path.join(folder, name))
 
 
-def find_yaml_files(root: Path) -> list[Path]:
+def find_yaml_files(root: Path, problems: Problems | None = None) -> list[Path]:
     """All YAML files below ``root``, sorted, skipping the folders that are never
-    site-config (``not_site_config``)."""
+    site-config (``not_site_config``). A folder that cannot be listed is an error
+    (``unlisted``), never an absence: its files would drop out of the desired state. Each
+    goes to ``problems``; without it, the first raises UserError."""
     found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        top = dirpath == str(root)
-        dirnames[:] = sorted(d for d in dirnames
-                             if not not_site_config(d, top, _holds(os.path.join(dirpath, d))))
-        found.extend(Path(dirpath) / name for name in filenames if is_yaml_name(name))
+    unlisted: list[Problem] = []
+    stack = [(root, True)]
+    while stack:
+        folder, top = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError as err:
+            unlisted.append(_unlisted(folder, err))
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):  # a link to a folder is not followed
+                if not not_site_config(entry.name, top, _holds(entry.path)):
+                    stack.append((Path(entry.path), False))
+            elif is_yaml_name(entry.name):  # whatever it is: reading it says what is wrong
+                found.append(Path(entry.path))
+    if problems is not None:
+        problems.extend(unlisted)
+    elif unlisted:
+        raise UserError(unlisted)
     return sorted(found)
 
 
+def _unlisted(folder: Path, err: OSError) -> Problem:
+    return Problem(codes.CANNOT_READ, f"cannot list this folder: {err.strerror or err}",
+                   "let the user who runs the command read and enter it (chmod a+rx), or move "
+                   "its files elsewhere: what it holds would otherwise be left out",
+                   subject=display_path(folder))
+
+
 def display_path(path: Path) -> str:
-    """Paths in messages are relative to where the user ran the command when possible."""
+    """Paths in messages are relative to where the user ran the command when possible. A
+    name that is not UTF-8 shows its other bytes as ``\\xff``: text every output can hold
+    (JSON cannot hold the lone surrogates Python reads such bytes as)."""
     try:
-        return os.path.relpath(path, Path.cwd())
-    except ValueError:  # pragma: no cover - other drive on Windows
-        return str(path)
+        shown = os.path.relpath(path, Path.cwd())
+    except (ValueError, OSError):  # other drive on Windows; a folder that is gone
+        shown = str(path)
+    if shown.isascii():
+        return shown
+    return os.fsencode(shown).decode("utf-8", "backslashreplace")
 
 
 def _mark_where(file: str, err: MarkedYAMLError) -> Where:
@@ -165,14 +195,22 @@ def _mappings(node: Node | None) -> Iterator[MappingNode]:
             stack.extend(n.value)
 
 
-def load_file(path: Path, shown: str, problems: Problems) -> SourceFile | None:
-    """Load one file; on failure report where and return None."""
+def read_file(path: Path, shown: str, problems: Problems) -> bytes | None:
+    """A site or policy file's bytes (``read_input``: never waits on a FIFO, refuses a
+    device, bounded); on failure report where and return None."""
     try:
-        data = path.read_bytes()
+        return read_input(path, SITE_FILE_CAP, shown)
+    except Refused as err:
+        problems.add(err.problem)
     except OSError as err:
         problems.error(codes.CANNOT_READ, f"cannot read file: {err.strerror}", "", Where(shown))
-        return None
-    return load_bytes(data, shown, problems, path)
+    return None
+
+
+def load_file(path: Path, shown: str, problems: Problems) -> SourceFile | None:
+    """Load one file; on failure report where and return None."""
+    data = read_file(path, shown, problems)
+    return None if data is None else load_bytes(data, shown, problems, path)
 
 
 def load_bytes(
@@ -218,6 +256,9 @@ def load_text(
             "the language needs a few levels; write this value out flatter",
             Where(shown, line=err.line + 1, column=err.column + 1),
         )
+        return None
+    except YamlRefused as err:
+        problems.error(err.code, err.message, err.hint, _mark_where(shown, err))
         return None
     except MarkedYAMLError as err:
         problems.extend(_duplicate_keys(text, shown) or [_syntax_problem(err, shown)])

@@ -8,7 +8,7 @@ CLIs only parse arguments, call these, render and choose an exit code.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,12 +21,14 @@ from reconciler.live import HINTS as LIVE_HINTS
 from reconciler.live import (
     SNAPSHOT_UNREPORTED,
     LiveResult,
+    LossLimit,
     gather_live,
     load_live_snapshot,
     trust_generations,
 )
 from reconciler.plan.model import Plan
 from reconciler.planner import make_plan
+from reconciler.planner.settings import read_settings
 from reconciler.state.store import ProvisionAttempts, StateStore
 
 if TYPE_CHECKING:  # the YAML reader is imported only where a site is compiled
@@ -182,22 +184,47 @@ def unreported(live: Live) -> list[Problem]:
 
 def gather(desired: Desired, workdir: Path, live_file: Path | None = None,
            only: Collection[str] | None = None, *, store: StateStore | None = None,
-           accept: Collection[str] = ()) -> Live:
+           accept: Collection[str] = (), accept_shrink: Collection[str] = (),
+           record_accepted: bool = True) -> Live:
     """The live map from a snapshot file, or from every bound provider (in parallel).
 
     With a state ``store``, a provider whose generation went down since the store last
-    recorded it is unknown, and a live gather's generations are recorded (``accept``:
-    providers replaced on purpose, whose lower generation is recorded; docs/plan.md)."""
+    recorded it is unknown, and so is one whose inventory lost more than the site's
+    ``safety.max_inventory_loss`` since the last trusted read; a live gather's generations
+    and counts are recorded (``accept``: providers replaced on purpose, whose lower
+    generation is recorded; ``accept_shrink``: providers whose loss is real, their counts
+    recorded only with ``record_accepted``, as an apply does; docs/plan.md)."""
     if live_file is not None:
         with gc_paused():  # as for the desired map: a million new objects, no cycles
             found = LiveResult(load_live_snapshot(live_file))
     else:
         found = gather_live(desired.bindings, workdir, desired.supply.owner, only=only)
-    if store is None and not accept:
+    return checked_live(desired, found, store, gathered=live_file is None, accept=accept,
+                        accept_shrink=accept_shrink, record_accepted=record_accepted)
+
+
+def loss_limit(desired: Desired) -> LossLimit:
+    """What each provider may lose between two reads (``site.safety.max_inventory_loss``)."""
+    safety = read_settings(desired.supply.settings, desired.supply.owner).safety
+
+    def limit(provider: str) -> tuple[float, int]:
+        loss = safety.loss_limit(provider)
+        return loss.fraction, loss.count
+
+    return limit
+
+
+def checked_live(desired: Desired, found: LiveResult, store: StateStore | None, *,
+                 gathered: bool, accept: Collection[str] = (),
+                 accept_shrink: Collection[str] = (), record_accepted: bool = True) -> Live:
+    """``found`` checked against what ``store`` remembers of earlier reads (generations,
+    counts), and what a live gather (``gathered``) trusted recorded there."""
+    if store is None and not accept and not accept_shrink:
         return Live(found.live, tuple(found.problems))
     site = desired.supply.site or desired.supply.owner
-    checked = trust_generations(found.live, store, site, gathered=live_file is None,
-                                accept=accept)
+    checked = trust_generations(found.live, store, site, gathered=gathered, accept=accept,
+                                shrink=loss_limit(desired), accept_shrink=accept_shrink,
+                                record_accepted=record_accepted)
     return Live(checked.live, (*found.problems, *checked.problems))
 
 
@@ -213,11 +240,16 @@ def recorded_attempts(store: StateStore | None,
 def plan_for(desired: Desired, live: Live, *, now: float, targets: Collection[str] = (),
              destroy: bool = False, force: bool = False,
              applied_before: bool | None = None,
-             attempts: Mapping[str, ProvisionAttempts] | None = None) -> Plan:
-    """Raises UserError when an applied dataset version would change (dataset_versions)."""
+             attempts: Mapping[str, ProvisionAttempts] | None = None,
+             accepted_shrink: Collection[str] = ()) -> Plan:
+    """Raises UserError when an applied dataset version would change (dataset_versions).
+    ``accepted_shrink`` (``xce-plan --accept-shrink``) is kept in the plan, so the apply
+    that checks it against the providers accepts the same losses."""
     corrections = enforce_versions(desired.supply, live.supply, desired.versions)
     with gc_paused():  # a view per compared entry: the collector would rescan both maps
         plan = make_plan(desired.supply, live.supply, now=now, targets=targets,
                          destroy=destroy, force=force, desired_digest=desired.digest,
                          applied_before=applied_before, attempts=attempts)
+    if accepted_shrink:
+        plan = replace(plan, accepted_shrink=tuple(sorted(set(accepted_shrink))))
     return explain_corrections(plan, corrections)

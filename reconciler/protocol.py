@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from compiler.names import TOPOLOGY_KEY, invisible_reason, too_long_reason
+from compiler.entry_contract import segments_error
+from compiler.names import too_long_reason
 from compiler.secrets import SecretError, resolve
 from compiler.supply_map import Session
 
@@ -62,23 +63,12 @@ def segments(value: object, what: str) -> dict[str, str]:
     """A topology segment map, checked: an extensible map of keys (R5) to labels.
 
     Keys are names (any site key, not a fixed list); values are printable labels bounded
-    like names, as racks are in site-config. Anything else is INVALID_ARGUMENT."""
-    if not isinstance(value, Mapping) or not value:
-        raise ProviderError(ErrorCode.INVALID_ARGUMENT,
-                            f"{what} must be a non-empty object of topology keys, got {value!r}")
-    for key, label in value.items():
-        if not isinstance(key, str) or too_long_reason(key) or not TOPOLOGY_KEY.fullmatch(key):
-            raise ProviderError(ErrorCode.INVALID_ARGUMENT,
-                                f"{what}: {key!r} is not a topology key (a name such as "
-                                "'rack' or 'site.example/pod')")
-        reason = None if isinstance(label, str) and label else "it is not a non-empty string"
-        if reason is None:
-            reason = too_long_reason(label) or invisible_reason(label)
-        if reason is None and not label.isprintable():
-            reason = "it contains a control character"
-        if reason is not None:
-            raise ProviderError(ErrorCode.INVALID_ARGUMENT,
-                                f"{what}: the value of {key!r} is not a label: {reason}")
+    like names, as racks are in site-config (``compiler.entry_contract.segments_error``, the
+    rule live entries are held to). Anything else is INVALID_ARGUMENT."""
+    why = segments_error(value, what)
+    if why is not None:
+        raise ProviderError(ErrorCode.INVALID_ARGUMENT, why)
+    assert isinstance(value, Mapping)
     return dict(value)
 
 

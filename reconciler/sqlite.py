@@ -16,9 +16,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from compiler.private import private_file
+
 BUSY_TIMEOUT_S = 30.0
 WRITE = "BEGIN IMMEDIATE"
 READ = "BEGIN"  # a deferred transaction: every query inside sees one snapshot
+SIDE_FILES = ("-wal", "-shm")  # what SQLite keeps beside a database in WAL mode
 
 
 def enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
@@ -41,10 +44,14 @@ def enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
 def connect(path: Path, timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
     """Open (or create, with its folder) ``path`` in WAL mode; nothing is left open on failure.
 
-    One connection may serve several threads (``check_same_thread=False``): its owner
-    serialises them with a lock.
+    Every file holds plans, owners, journal or ledger rows: it is private (0600, its new
+    folders 0700: ``compiler.private``), and SQLite gives its ``-wal`` and ``-shm`` files the
+    database's mode. One connection may serve several threads (``check_same_thread=False``):
+    its owner serialises them with a lock.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_file(path)
+    for side in SIDE_FILES:  # left 0644 by an older version, they are reused as they are
+        private_file(path.with_name(path.name + side), create=False)
     conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")

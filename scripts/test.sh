@@ -17,4 +17,4 @@ bash scripts/system-packages.sh  # scontrol (hostlists against real Slurm), chro
 
 echo "== ruff"; ruff check compiler reconciler tests benchmarks
 echo "== mypy (strict)"; mypy
-echo "== pytest"; pytest -n 2 -p no:cacheprovider "$@"
+echo "== pytest"; pytest -n 2 -p no:cacheprovider --durations=15 "$@"

@@ -158,8 +158,8 @@ CRASH_AT = {
     "xce-policy": ("compiler.policy.cli", "compile_policies", ["compile", "--site", "site"]),
     "xce-plan": ("reconciler.cli.plan", "load_desired", ["site"]),
     "xce-apply": ("reconciler.cli.apply", "load_plan", ["plan.json"]),
-    "xce-lock": ("reconciler.cli.lock", "open_store", ["list"]),
-    "xce-map": ("reconciler.cli.map", "_opened", ["show"]),
+    "xce-lock": ("reconciler.cli.lock", "open_store", ["--site", "site", "list"]),
+    "xce-map": ("reconciler.cli.map", "_opened", ["--site", "site", "show"]),
 }
 
 

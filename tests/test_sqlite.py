@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -53,3 +56,43 @@ def test_a_file_that_is_not_a_database_leaves_no_connection(tmp_path: Path) -> N
     with pytest.raises(sqlite3.DatabaseError):
         sqlite.connect(path)
     assert path.read_text().startswith("not a database")
+
+
+@pytest.fixture(params=[0o022, 0o000], ids=["umask 022", "umask 000"])
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    old = os.umask(request.param)
+    yield request.param
+    os.umask(old)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_every_file_of_a_database_is_private_whatever_the_umask(
+        tmp_path: Path, umask: int) -> None:
+    """Issue 19 §7: the state store and the ledgers hold plans, owners, journal rows; they
+    were created 0644 (0666 under umask 000), and SQLite's side files follow the database."""
+    path = tmp_path / "new" / "deeper" / "x.sqlite"
+    db = sqlite.Database(path, "CREATE TABLE IF NOT EXISTS t (x INTEGER)")
+    with db.write() as conn:
+        conn.execute("INSERT INTO t VALUES (1)")
+    files = sorted(p.name for p in path.parent.iterdir())
+    assert files == ["x.sqlite", "x.sqlite-shm", "x.sqlite-wal"]  # open: WAL mode
+    assert {name: mode(path.parent / name) for name in files} == dict.fromkeys(files, 0o600)
+    assert (mode(tmp_path / "new"), mode(path.parent)) == (0o700, 0o700)
+    db.close()
+
+
+def test_files_an_older_version_left_readable_are_made_private(tmp_path: Path) -> None:
+    path = tmp_path / "x.sqlite"
+    sqlite.Database(path, "CREATE TABLE IF NOT EXISTS t (x INTEGER)").close()
+    side = tmp_path / "x.sqlite-wal"
+    for made in (path, side):
+        made.touch()
+        made.chmod(0o644)
+    tmp_path.chmod(0o755)
+    db = sqlite.Database(path)
+    assert (mode(path), mode(side)) == (0o600, 0o600)
+    assert mode(tmp_path) == 0o755  # a folder that exists is the user's: kept as it is
+    db.close()

@@ -12,6 +12,7 @@ from compiler.checks.index import Index
 from compiler.model.document import SiteDocument
 from compiler.model.pools import LicensePool
 from compiler.model.quotas import Grant
+from compiler.model.types import WrittenAsSize
 from compiler.model.volumes import Volume
 from compiler.problems import Problems, Where
 from compiler.units import format_size
@@ -77,6 +78,26 @@ def _over(
     return i, f"{head}; all {scope} quotas add up to {cap.unit(total)}, {cap.unit(over)} too many"
 
 
+def _seat_counts(target: tuple[str, str, str], grants: list[tuple[Grant, Where]],
+                 problems: Problems) -> list[tuple[Grant, Where]]:
+    """The quotas on a license pool that count seats; a limit written as a string ("16",
+    "16GiB") is a size, never a number of seats (XCE107), and is left out of the sum."""
+    _, name, scope = target
+    counted = []
+    for grant, where in grants:
+        if not isinstance(grant.limit, WrittenAsSize):
+            counted.append((grant, where))
+            continue
+        problems.error(
+            codes.COUNT_NOT_A_NUMBER,
+            f"{scope} quota '{grant.subject}' on license pool '{name}' is written as a string, "
+            f"which is a size ({format_size(grant.limit)}): a license pool counts seats",
+            "write the number of seats as a plain number, without quotes or a unit (16)",
+            where,
+        )
+    return counted
+
+
 def check_quotas(doc: SiteDocument, index: Index, problems: Problems) -> None:
     """Per target and scope (user / project), the limits must fit the capacity together.
     Reported once per target and scope, at the first quota (in file order) that does not fit
@@ -91,6 +112,10 @@ def check_quotas(doc: SiteDocument, index: Index, problems: Problems) -> None:
         loc = (index.volumes if kind == "volume" else index.pools).items.get(name)
         if loc is None or getattr(loc.item, "overcommit", False):
             continue
+        if isinstance(loc.item, LicensePool):
+            listed = _seat_counts(key, listed, problems)
+            if not listed:
+                continue
         cap = _capacity_of(loc.item)
         found = _over(key, listed, cap)
         if found is None:

@@ -384,13 +384,7 @@ def policy_name_form(pattern: str) -> dict[str, Any]:
 
 
 def policy_date_form() -> dict[str, Any]:
-    """The policy reader's ``date``: a YAML date (no JSON type: only a Python reader meets
-    one), or a date written as ISO 8601 text."""
+    """The policy reader's ``date``: ISO 8601 text (YAML 1.2 has no date type: an unquoted
+    2027-06-30 is text to the compiler's reader and to an editor alike)."""
     iso = "^[0-9]{4}(?:-[0-9]{2}-[0-9]{2}|[0-9]{4}|-W[0-9]{2}(?:-[1-7])?|W[0-9]{2}[1-7]?)$"
-    json_types = ["null", "boolean", "number", "string", "array", "object"]
-    return {
-        "anyOf": [
-            {"type": "string", "pattern": iso, "errorMessage": "a date, e.g. 2027-06-30"},
-            {"not": {"type": json_types}},
-        ]
-    }
+    return {"type": "string", "pattern": iso, "errorMessage": "a date, e.g. 2027-06-30"}

@@ -30,6 +30,18 @@ EntryKind = Literal[
 Fraction = Annotated[float, Field(ge=0, le=1)]
 
 
+class InventoryLoss(Strict):
+    """How much of a kind a provider's inventory may lose between two trusted reads: a loss
+    above ``fraction`` of what it reported, and of at least ``count`` entries, is too much."""
+
+    fraction: Fraction | None = Field(
+        default=None, description="the share of a kind it may lose (default 0.2)",
+        examples=[0.2])
+    count: Count | None = Field(
+        default=None, description="a smaller loss than this many entries is always accepted "
+        "(default 10)", examples=[10])
+
+
 class Safety(Strict):
     """octoDNS-style thresholds: a plan that changes too much at once is refused.
 
@@ -59,6 +71,13 @@ class Safety(Strict):
         description="a plan that creates more than this fraction of a provider's desired "
         "entries is refused (default 0.5)",
         examples=[0.5],
+    )
+    max_inventory_loss: dict[str, InventoryLoss] = Field(
+        default_factory=dict,
+        description="by provider name or 'default': an inventory that lost more of a kind since "
+        "the last trusted read is not trusted (xce-plan --accept-shrink NAME)",
+        examples=[{"default": {"fraction": 0.2, "count": 10},
+                   "cloud-burst": {"fraction": 0.5, "count": 4}}],
     )
 
 

@@ -6,7 +6,16 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, JsonValue
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 from pydantic_core import PydanticCustomError
 
 from compiler.model import forms
@@ -42,14 +51,24 @@ def _duration(v: Any) -> int:
         raise PydanticCustomError("duration", str(err)) from err
 
 
-def _amount(v: Any) -> int:
+class WrittenAsSize(int):
+    """An amount written as a string (``"16GiB"``, ``"16"``): bytes, never a count.
+
+    Where one key takes either (a counter, a quota's limit), the int says which was
+    written, so that a check that knows what is counted (a license pool's seats) refuses a
+    size there instead of counting 17 billion seats (XCE107)."""
+
+    __slots__ = ()
+
+
+def _amount(v: Any, handler: ValidatorFunctionWrapHandler) -> int:
     """A count (int) or a size with a unit (a string), for counters that may be either."""
     if isinstance(v, int) and not isinstance(v, bool):
         if v < 0:
             raise PydanticCustomError("amount", f"{v} is not an amount: it is negative")
-        return _size(v)  # bounded as a size is
+        return int(handler(_size(v)))  # bounded as a size is
     if isinstance(v, str):
-        return _size(v)
+        return WrittenAsSize(handler(_size(v)))
     raise PydanticCustomError("amount", "expected a count (e.g. 64) or a size (e.g. 512GiB)")
 
 
@@ -180,7 +199,7 @@ PositiveDuration = Annotated[
     Field(gt=0),
     JsonForm(lambda: forms.duration_form(positive=True), "positive-duration"),
 ]
-Amount = Annotated[int, BeforeValidator(_amount), JsonForm(forms.amount_form, "amount")]
+Amount = Annotated[int, WrapValidator(_amount), JsonForm(forms.amount_form, "amount")]
 Name = Annotated[
     str, BeforeValidator(_name), JsonForm(lambda: forms.name_form(_NAME_RE.pattern), "name")
 ]

@@ -13,11 +13,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import git
+
 from compiler.cli_runner import EXIT_ERROR, EXIT_OK, UsageParser, run_cli
+from compiler.file_io import write_atomic
 from compiler.policy import codes
 from compiler.policy.allowlists import FILENAME
 from compiler.policy.compile import compile_policies, locate_policies, work_tree_of
-from compiler.policy.gitsource import RevisionBuild, compile_at, open_repo
+from compiler.policy.gitsource import RevisionBuild, compile_at, inside, open_repo, resolve_commit
 from compiler.policy.review import diff
 from compiler.policy.review_render import FORMATS as REVIEW_FORMATS
 from compiler.policy.review_render import render as render_review
@@ -25,10 +28,13 @@ from compiler.policy.site import load_site_policy_files
 from compiler.problem_render import FORMATS as PROBLEM_FORMATS
 from compiler.problem_render import render as render_problems
 from compiler.problems import Problem, Problems, UserError
+from compiler.site_locate import Holds, locate_site, say_found, site_at_revision
 from compiler.textstyle import Style
 from compiler.yaml_source import Locator, display_path
 
 PROG = "xce-policy"
+TOP = "the repository's top folder"  # where the site rule starts: folders are relative to it
+HINT = "run it in the site's repository, or pass --site with the site folder inside it"
 
 
 class _Parser(UsageParser):
@@ -44,7 +50,9 @@ def _parser() -> argparse.ArgumentParser:
         help="policy folder inside the repo (default: policies/ in the site folder, else at the "
         "top of the repo, else the policies bundled with xce-gitops)",
     )
-    common.add_argument("--site", default="site-config", help="site-config folder inside the repo")
+    common.add_argument("--site", help="site-config folder inside the repo (default: the top of "
+                        "the repo when it holds site.yaml, else its site-config/; for review, at "
+                        "each revision)")
     p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     c = sub.add_parser("compile", parents=[common], help="write build/allowlists.json")
@@ -81,9 +89,10 @@ def _report(problems: list[Problem], fmt: str) -> None:
 
 def _compile(args: argparse.Namespace) -> int:
     root = _root(args.repo)
-    site_dir = root / args.site
+    site_dir = root / args.site if args.site is not None else locate_site(
+        None, root, where=TOP, hint=HINT)
     problems = Problems()
-    if not site_dir.is_dir() and args.site != "site-config":
+    if not site_dir.is_dir():
         problems.error(
             codes.BAD_FOLDER,
             f"site-config folder not found: {site_dir}",
@@ -98,8 +107,7 @@ def _compile(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     out = root / args.out / FILENAME
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(build.to_bytes())
+        write_atomic(out, build.to_bytes())
     except OSError as err:
         message = f"cannot write {out}: {err.strerror}"
         raise UserError([Problem(codes.CANNOT_WRITE, message)]) from None
@@ -113,11 +121,38 @@ def _label(build: RevisionBuild) -> str:
     return short if build.commit.startswith(build.rev) else f"{build.rev} ({short})"
 
 
+def _in_tree(commit: git.Commit) -> Holds:
+    """``holds`` for the files of a commit's tree, as the site rule asks."""
+    def holds(path: str) -> bool:
+        try:
+            return isinstance(commit.tree / path, git.Blob)
+        except KeyError:
+            return False
+
+    return holds
+
+
+def _sites(repo: git.Repo, args: argparse.Namespace) -> tuple[str, str]:
+    """The site folder at the base and at the head, by the rule every command follows (the
+    one given, else the top of the repository, else site-config/, at each revision): a
+    revision without a site is an error, never a review that finds no change."""
+    given = None if args.site is None else inside(repo, args.site)
+    found = tuple(site_at_revision(_in_tree(resolve_commit(repo, rev)), given, rev)
+                  for rev in (args.base, args.head))
+    if given is None and found[0] == found[1]:
+        say_found(found[0], f"{TOP} at {args.base} and {args.head}")
+    elif given is None:
+        for folder, rev in zip(found, (args.base, args.head), strict=True):
+            say_found(folder, f"{TOP} at {rev}")
+    return found[0], found[1]
+
+
 def _review(args: argparse.Namespace) -> int:
     repo = open_repo(args.repo)
     today = datetime.date.today()
-    base = compile_at(repo, args.base, args.policies, args.site, today)
-    head = compile_at(repo, args.head, args.policies, args.site, today)
+    base_site, head_site = _sites(repo, args)
+    base = compile_at(repo, args.base, args.policies, base_site, today)
+    head = compile_at(repo, args.head, args.policies, head_site, today)
     failed = head.problems.has_errors  # then the problems are the document asked for
     _report(Locator(texts=head.texts).locate_all(head.problems), args.format if failed else "text")
     if failed:

@@ -67,10 +67,14 @@ def open_repo(path: Path | None) -> git.Repo:
 
 
 def find_commit(repo: git.Repo, rev: str) -> git.Commit | None:
-    """The commit ``rev`` names; None when the repository does not have it (not fetched)."""
+    """The commit ``rev`` names; None when the repository does not have it (not fetched),
+    or it names no commit (``HEAD:path``, ``@{-1}`` with no branch before). git reads the
+    revision, all of its syntax (GitPython's own reader fails inside on ``@{-1}``,
+    ``HEAD@{yesterday}``, ``HEAD:../x``); ``--end-of-options``: never an option."""
     try:
-        return repo.commit(rev)
-    except (BadName, BadObject, ValueError):
+        sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+        return repo.commit(sha.strip())
+    except (git.GitCommandError, BadName, BadObject, ValueError):
         return None
 
 

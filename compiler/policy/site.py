@@ -16,7 +16,7 @@ from compiler.policy.reader import Fields
 from compiler.policy.roles import read_role, read_role_rule
 from compiler.policy.waivers import read_waiver
 from compiler.problems import Problems, Where
-from compiler.yaml_source import SourceFile, display_path, find_yaml_files, load_bytes
+from compiler.yaml_source import SourceFile, display_path, find_yaml_files, load_bytes, read_file
 
 POLICY_KEYS = ("roles", "allow", "deny", "waivers")
 MARKERS = (b"policy", b"proxies")
@@ -53,9 +53,9 @@ def load_site_policy_files(site_dir: Path, problems: Problems) -> list[SourceFil
     """The site's files that may hold ``policy:`` or ``proxies:``, each read once; the rest
     (most of a big site: host lists) are never parsed."""
     out: list[SourceFile] = []
-    for path in find_yaml_files(site_dir):
-        data = path.read_bytes()
-        if mentions_site_policy(data):
+    for path in find_yaml_files(site_dir, problems):
+        data = read_file(path, display_path(path), problems)
+        if data is not None and mentions_site_policy(data):
             source = load_bytes(data, display_path(path), problems, path)
             if source is not None:
                 out.append(source)

@@ -1,8 +1,11 @@
 """What one plan action becomes on the wire: its idempotency key and its provider request.
 
-The op_id is derived from the plan's digest and the action's id, so applying the same plan
-again (after a crash) sends the same op_ids and providers deduplicate them, while a new
-plan never reuses an old key. Each plan verb travels as its protocol verb
+The op_id is derived from the plan's digest and the action's id, and the plan's digest from
+its content and its own identity (``Plan.instance``, drawn when it is made, kept in its
+file): applying the same plan again (after a crash) sends the same op_ids and providers
+deduplicate them, while a new plan never reuses an old key — not even a plan equal to an
+earlier one, as when the same drift comes back after it was fixed. Each plan verb travels
+as its protocol verb
 (``Verb.protocol``: ``create``/``update``/``delete``), with ``params.action`` set to the
 plan verb when the two differ.
 """
@@ -18,8 +21,9 @@ from reconciler.state import PlannedOp
 
 
 def plan_digest(plan: Plan) -> str:
-    """Digest of the plan's JSON: equal for a plan and the same plan loaded from its file."""
-    return digest_of(plan.to_json())
+    """Digest of this plan instance (its JSON and its identity): equal for a plan and the
+    same plan loaded from its file, different for two plans of equal content."""
+    return digest_of({"instance": plan.instance, "plan": plan.to_json()})
 
 
 def op_id(digest: str, action: Action) -> str:

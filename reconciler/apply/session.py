@@ -1,8 +1,10 @@
 """One apply, start to end: lock, epoch, recovery, (plan,) staleness, journaled execution.
 
-Under the site's lock each run bumps the fencing epoch, finishes what a killed run left in
-doubt, checks that a saved plan still fits the live map (entries this plan already changed
-are its own and do not count), journals every op before its call and runs the plan.
+A saved plan read from a file must carry the signature of this store's key. Under the
+site's lock each run bumps the fencing epoch, finishes what a killed run left in doubt,
+checks that a saved plan still fits the live map (entries this plan already changed are its
+own and do not count) and — before any of it is applied — that every action is one its
+config asks for (``conformance``), journals every op before its call and runs the plan.
 ``xce-apply SITE --auto-approve`` plans inside the lock, so no one changes the world
 between its plan and its apply.
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 from compiler.problems import Problem, Severity, UserError
 from reconciler.apply import codes
 from reconciler.apply.calls import CallContext, RetryPolicy, perform
+from reconciler.apply.conformance import check_conformance
 from reconciler.apply.executor import Executor
 from reconciler.apply.gates import blocking, gate
 from reconciler.apply.graph import Graph
@@ -29,9 +32,10 @@ from reconciler.apply.progress import Silent, Sink
 from reconciler.apply.provider_pool import Transports
 from reconciler.apply.recovery import Recovery, op_key, recover, run_prefix
 from reconciler.apply.report import ApplyReport, Outcome, Status
-from reconciler.pipeline import Desired, gather, plan_for, recorded_attempts
+from reconciler.pipeline import Desired, Live, gather, plan_for, recorded_attempts
 from reconciler.plan.file import SavedPlan, stale_entries
 from reconciler.plan.model import Plan
+from reconciler.plan.signature import check_signature
 from reconciler.planner.settings import read_settings
 from reconciler.state import Holder, LockLost, OpStatus, RunStatus, StateStore, current_holder
 from reconciler.state.heartbeat import Heartbeat
@@ -74,6 +78,9 @@ class _Run:
 def apply(desired: Desired, source: SavedPlan | FreshPlan, store: StateStore, workdir: Path,
           options: ApplyOptions, sink: Sink | None = None) -> ApplyReport:
     """Apply a saved plan, or plan and apply (``FreshPlan``). Refusals raise UserError."""
+    if isinstance(source, SavedPlan) and source.origin is not None:  # read from a file
+        check_signature(source.signature, source.digest, store.plan_key(),
+                        source=source.source, store=store.label)
     supply = desired.supply
     run = _Run(desired, store, workdir, options, sink or Silent(),
                lock_name(supply.site or supply.owner), notices=list(desired.warnings))
@@ -97,10 +104,10 @@ def apply(desired: Desired, source: SavedPlan | FreshPlan, store: StateStore, wo
             run.notices.extend(_resumed(recovery, run.lock))
             if isinstance(source, SavedPlan):
                 allow = options.allow_destroy or source.destroy
-                return _execute(run, source.plan, recovery, holder, beat, allow, verify=True)
+                return _execute(run, source.plan, recovery, holder, beat, allow, saved=source)
             plan = _fresh_plan(run, source)
             return _execute(run, plan, recovery, holder, beat, options.allow_destroy,
-                            verify=False, partial=bool(source.targets))
+                            partial=bool(source.targets))
     finally:
         with contextlib.suppress(LockLost):  # lost during the run: the report says so
             store.release(run.lock, holder.name)
@@ -132,7 +139,9 @@ def _fresh_plan(run: _Run, source: FreshPlan) -> Plan:
 
 
 def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: Heartbeat,
-             allow_destroy: bool, *, verify: bool, partial: bool = False) -> ApplyReport:
+             allow_destroy: bool, *, saved: SavedPlan | None = None,
+             partial: bool = False) -> ApplyReport:
+    """Run ``plan``; a ``saved`` one is checked first (``_checked``)."""
     graph = Graph.of(plan.actions)
     supply = run.desired.supply
     protected = read_settings(supply.settings, supply.owner).is_protected
@@ -150,10 +159,10 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
     in_doubt = set(recovery.in_doubt.values())
     adopted = {op for op in op_ids.values() if op in in_doubt}
     todo = [a for a in plan.actions if op_ids[a.id] not in done]
-    if verify and todo:
+    if saved is not None and todo:
         settled = done | adopted  # this plan's own changes: never stale
         ours = {a.entry for a in plan.actions if op_ids[a.id] in settled}
-        stale = _stale(run, plan, ours)
+        stale = _checked(run, saved, ours, first=not settled)
         if stale:
             return _report(run, plan, None, stale=stale, digest=digest)
     run_id = f"{run_prefix(run.lock)}{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
@@ -212,16 +221,35 @@ def _settled(run: _Run, run_id: str, executor: Executor, outcome: Outcome) -> No
                                  error=f"{outcome.code}: {outcome.message}")
 
 
-def _stale(run: _Run, plan: Plan, ours: Collection[str]) -> list[Problem]:
+def _checked(run: _Run, saved: SavedPlan, ours: Collection[str], *, first: bool) -> list[Problem]:
+    """The stale entries of a saved plan (none: it still fits the live map). Before any of
+    it is applied (``first``) — never on a resume, whose own changes the config's plan no
+    longer has — every action is also checked against the config (UserError if one
+    differs); the plan of a file records its clock, one handed over in-process is trusted."""
+    planned_at = saved.planned_at if first else None
+    stale, live = _stale(run, saved.plan, ours, whole=planned_at is not None)
+    if stale or live is None or planned_at is None:
+        return stale
+    supply = run.desired.supply
+    check_conformance(saved, run.desired, live, planned_at=planned_at,
+                      applied_before=run.store.get_applied(supply.site) is not None,
+                      attempts=recorded_attempts(run.store, run.desired))
+    return []
+
+
+def _stale(run: _Run, plan: Plan, ours: Collection[str], *,
+           whole: bool) -> tuple[list[Problem], Live | None]:
     """Re-read the entries the plan acted on or relied on, except those it changed itself
-    (``ours``); name those that changed since planning."""
+    (``ours``); name those that changed since planning. ``whole``: gather every provider
+    (and return the live map), not only those holding these entries."""
     entries = [e for e in plan.fingerprints if e not in ours]
-    if not entries:
-        return []
+    if not entries and not whole:
+        return [], None
     bound = run.desired.bindings.names
     only = _holders(run, plan, entries)
     providers = sorted(bound) if only is None else only
-    live = gather(run.desired, run.workdir, only=only, store=run.store)
+    live = gather(run.desired, run.workdir, only=None if whole else only, store=run.store,
+                  accept_shrink=plan.accepted_shrink)
     run.notices.extend(p for p in live.problems if p.subject in providers)
     unknown = {p: live.supply.unknown.get(p, "it is not bound in this site")
                for p in providers if p in live.supply.unknown or p not in bound}
@@ -229,7 +257,7 @@ def _stale(run: _Run, plan: Plan, ours: Collection[str]) -> list[Problem]:
         raise UserError([codes.problem(
             codes.CANNOT_VERIFY, f"provider '{p}' did not report its inventory ({why}), so "
             "the plan cannot be checked against the live map", p) for p, why in unknown.items()])
-    return _stale_problems(stale_entries(plan, live.supply, skip=ours))
+    return _stale_problems(stale_entries(plan, live.supply, skip=ours)), live
 
 
 def _holders(run: _Run, plan: Plan, entries: Collection[str]) -> list[str] | None:

@@ -19,6 +19,8 @@ from compiler.bundled import POLICIES_HELP
 from compiler.cli_runner import EXIT_OK, UsageParser, run_cli
 from compiler.problem_render import render_text as render_problems
 from compiler.problems import Problem, UserError
+from compiler.site_locate import FOUND_HELP as SITE_HELP
+from compiler.site_locate import locate_site
 from compiler.textstyle import Style
 from reconciler.apply import (
     FORMATS,
@@ -75,7 +77,7 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("what", nargs="?", type=Path, metavar="PLANFILE|SITE_DIR",
                    help="a plan saved by xce-plan --out, or a site-config folder "
-                   "(with --auto-approve)")
+                   f"(with --auto-approve or --reviewed; default: {SITE_HELP})")
     p.add_argument("--auto-approve", action="store_true",
                    help="plan and apply in one go, without a saved plan")
     p.add_argument("--reviewed", action="store_true",
@@ -147,6 +149,9 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
     """A saved plan is applied with the site, workdir and store it was made with, unless
     the command line names others (another workdir or store is refused: XCE767, XCE768)."""
     target: Path | None = args.what
+    if target is None and args.auto_approve and args.desired is None:
+        args.what = locate_site(None)  # the site found here, as every command finds it
+        return _fresh(args)
     if target.is_dir() if target is not None else args.desired is not None:
         return _fresh(args)
     if target is None:
@@ -164,13 +169,13 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
 
 def _reviewed_site(args: argparse.Namespace) -> Path:
     """The site folder of ``--reviewed``: the config applied is what it compiles to."""
-    site: Path | None = args.what
-    if site is None or not site.is_dir():
-        raise _usage(f"--reviewed applies a site folder, not {site or 'nothing'}",
-                     "pass the site-config folder: xce-apply --reviewed SITE_DIR")
     if args.auto_approve or args.targets or args.force or args.desired or args.site:
         raise _usage("--reviewed takes no --auto-approve, --target, --force, --desired or "
                      "--site", "the reviewed plan is applied as it was recorded")
+    site: Path = args.what if args.what is not None else locate_site(None)
+    if not site.is_dir():
+        raise _usage(f"--reviewed applies a site folder, not {site}",
+                     "pass the site-config folder: xce-apply --reviewed SITE_DIR")
     return site
 
 

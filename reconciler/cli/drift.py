@@ -17,10 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from compiler.cli_runner import EXIT_CHANGES, EXIT_OK, UsageParser, run_cli
+from compiler.file_io import write_atomic
 from compiler.gc_pause import gc_paused
-from compiler.output import write_atomic
+from compiler.output import BUILD_DIR, compiler_output
 from compiler.problem_render import render_text as render_problems
 from compiler.problems import UserError
+from compiler.site_locate import FOUND_HELP as SITE_HELP
+from compiler.site_locate import locate_site
 from compiler.textstyle import Style
 from reconciler.cli.options import add_workdir
 from reconciler.drift import codes, notify
@@ -28,11 +31,12 @@ from reconciler.drift.detect import Fixer
 from reconciler.drift.render import FORMATS, SUFFIXES, Shown, Templates, format_of, site_templates
 from reconciler.drift.report import make_report
 from reconciler.drift.rules import rules_of, site_drift
-from reconciler.live import trust_generations
+from reconciler.live import LiveResult
 from reconciler.pipeline import (
     STATE_FILE,
     Desired,
     Live,
+    checked_live,
     default_workdir,
     gather,
     load_desired,
@@ -52,7 +56,8 @@ class _Parser(UsageParser):
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("site", nargs="?", type=Path, default=None,
-                   help="site-config folder (default: site-config, unless --desired is given)")
+                   help=f"site-config folder (default: {SITE_HELP}, unless --desired "
+                   "is given)")
     p.add_argument("--desired", type=Path, help="a compiled supply map (build/supply-map.json) "
                    "instead of compiling the site")
     p.add_argument("--live", type=Path, help="compare with a live-map snapshot file instead of "
@@ -73,13 +78,21 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _outputs(paths: list[Path]) -> list[tuple[Path, str]]:
-    """Each ``--out`` file with its format, refused before any work when a suffix is unknown."""
+def _outputs(paths: list[Path], desired: Path | None) -> list[tuple[Path, str]]:
+    """Each ``--out`` file with its format, refused before any work when a suffix is unknown
+    or when it is a compiler output (``build/drift.json`` holds the compiled drift rules)."""
     unknown = [str(p) for p in paths if format_of(p) is None]
     if unknown:
         raise UserError([codes.problem(
             codes.USAGE, f"--out {', '.join(unknown)}: the suffix names no format",
             subject=PROG, hint=f"end the file name with one of {', '.join(SUFFIXES)}")])
+    build = (BUILD_DIR, *(() if desired is None else (desired.parent,)))
+    compiled = [(p, why) for p in paths if (why := compiler_output(p, build)) is not None]
+    if compiled:
+        raise UserError([codes.problem(
+            codes.USAGE, f"--out names a compiler output ({why}): the drift report is "
+            "never written over one", subject=str(p), hint=f"name another file, e.g. --out "
+            f"{p.with_name(f'drift-report{p.suffix}')}") for p, why in compiled])
     return [(p, str(format_of(p))) for p in paths]
 
 
@@ -102,9 +115,7 @@ def _live(desired: Desired, workdir: Path, snapshot: Path | None,
     live = gather(desired, workdir, snapshot)
     if store is None:
         return live
-    checked = trust_generations(live.supply, store, desired.supply.site or desired.supply.owner,
-                                gathered=False)
-    return Live(checked.live, (*live.problems, *checked.problems))
+    return checked_live(desired, LiveResult(live.supply, live.problems), store, gathered=False)
 
 
 def _fixer(site: Path | None, desired_file: Path | None) -> Fixer:
@@ -128,8 +139,8 @@ def _write(outputs: list[tuple[Path, str]], shown: Shown) -> None:
 
 def _body(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
-    site = args.site if args.site is not None or args.desired else Path("site-config")
-    outputs = _outputs(args.out)
+    site = args.site if args.site is not None or args.desired else locate_site(None)
+    outputs = _outputs(args.out, args.desired)
     templates: Templates = site_templates(site, args.templates)
     templates.check({args.format, *(fmt for _, fmt in outputs)})
     desired = load_desired(site, args.desired)

@@ -8,6 +8,7 @@ changing things, and its epoch would be fenced off anyway by the next apply).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -16,11 +17,13 @@ from pathlib import Path
 from compiler.canonical import dumps
 from compiler.cli_runner import EXIT_OK, UsageParser, run_cli
 from compiler.problems import Problem, UserError
+from compiler.site_locate import FOUND_HELP as SITE_HELP
+from compiler.site_locate import require_site
 from reconciler.apply.codes import LOCK_IS_LIVE, LOCK_NOT_FOUND, USAGE
 from reconciler.apply.locking import dead_here
 from reconciler.cli.options import add_workdir
 from reconciler.pipeline import DEFAULT_WORKDIR, STATE_FILE
-from reconciler.state import Lock, StateStore, open_store
+from reconciler.state import ENV_URL, Lock, StateStore, open_store
 
 PROG = "xce-lock"
 
@@ -31,8 +34,9 @@ class _Parser(UsageParser):
 
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument("--site", type=Path, default=Path("site-config"),
-                   help="site-config folder; the workdir defaults to <site>/.xce")
+    p.add_argument("--site", type=Path,
+                   help=f"site-config folder; the workdir defaults to <site>/.xce (default: "
+                   f"{SITE_HELP})")
     add_workdir(p, "<site>/.xce")
     p.add_argument("--state", metavar="PATH|URL", help="state store (default: $XCE_STATE_URL, "
                    "else <workdir>/state.sqlite)")
@@ -94,11 +98,23 @@ def release(store: StateStore, name: str, force: bool, now: datetime) -> Lock:
     return lock
 
 
+def _default_store(args: argparse.Namespace) -> Path:
+    """``<workdir>/state.sqlite``; the site, the workdir's default place, is looked for only
+    when no --workdir, --state or $XCE_STATE_URL names the store, and a site that is not
+    there is refused: a store made for it would hold no lock of any apply."""
+    if args.workdir is not None:
+        return Path(args.workdir) / STATE_FILE
+    if args.state or os.environ.get(ENV_URL):
+        return Path(DEFAULT_WORKDIR, STATE_FILE)  # not opened: the store is named
+    site = require_site(args.site, hint="run it in the site's folder, or pass --site, "
+                        "--workdir or --state")
+    return site / DEFAULT_WORKDIR / STATE_FILE
+
+
 def _body(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
-    workdir = args.workdir if args.workdir is not None else args.site / DEFAULT_WORKDIR
     now = datetime.now(UTC)
-    with open_store(args.state, workdir / STATE_FILE) as store:
+    with open_store(args.state, _default_store(args)) as store:
         if args.command == "list":
             sys.stdout.write(render_list(store.list_locks(), args.format, now))
         else:

@@ -25,6 +25,8 @@ from compiler.hostlist import HostlistError, expand
 from compiler.model.provider_params import ControllerMapParams
 from compiler.names import did_you_mean, path_unsafe_reason
 from compiler.problems import Hints, Problem, UserError
+from compiler.site_locate import FOUND_HELP as SITE_HELP
+from compiler.site_locate import require_site
 from compiler.units import format_utc
 from reconciler.cli.options import add_workdir
 from reconciler.protocol import ErrorCode, ProviderError
@@ -85,8 +87,9 @@ def _at(parser: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument("--site", type=Path, default=Path("site-config"),
-                   help="site-config folder; the workdir defaults to <site>/.xce")
+    p.add_argument("--site", type=Path,
+                   help=f"site-config folder; the workdir defaults to <site>/.xce (default: "
+                   f"{SITE_HELP})")
     add_workdir(p, "<site>/.xce")
     p.add_argument("--provider", default="controller",
                    help="the controller-map provider's name (default: controller)")
@@ -119,7 +122,9 @@ def _parser() -> argparse.ArgumentParser:
 def _db_path(args: argparse.Namespace) -> Path:
     if args.db is not None:
         return Path(args.db)
-    workdir = args.workdir if args.workdir is not None else args.site / ".xce"
+    # a site that is not there is refused: a map made for it is one nothing plans from
+    workdir = args.workdir if args.workdir is not None else require_site(
+        args.site, hint="run it in the site's folder, or pass --site, --workdir or --db") / ".xce"
     return map_path(args.provider, ControllerMapParams.model_validate({}), Path(workdir))
 
 

@@ -8,6 +8,7 @@ a provider that did not answer, a guard that blocks the plan).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shlex
 import sys
@@ -22,8 +23,10 @@ from compiler.cli_runner import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, UsageParser, 
 from compiler.gc_pause import gc_paused
 from compiler.problem_render import render_text as render_problems
 from compiler.problems import Problem, Severity
+from compiler.site_locate import FOUND_HELP as SITE_HELP
+from compiler.site_locate import locate_site
 from compiler.textstyle import Style
-from compiler.units import UnitError, format_utc, parse_duration
+from compiler.units import UnitError, format_utc, parse_duration, utc_instant
 from reconciler.cli.options import add_workdir
 from reconciler.pipeline import (
     STATE_FILE,
@@ -36,7 +39,7 @@ from reconciler.pipeline import (
     unreported,
 )
 from reconciler.plan import reviewed
-from reconciler.plan.file import load_plan, plan_file_bytes, save_plan
+from reconciler.plan.file import Seal, load_plan, plan_file_bytes, save_plan
 from reconciler.plan.model import Plan
 from reconciler.plan.origin import Origin, origin_here
 from reconciler.plan.redact import redacted
@@ -56,7 +59,8 @@ def parser() -> argparse.ArgumentParser:
                                 description="Plan the changes that make live supply match the "
                                 "site-config.")
     p.add_argument("site", nargs="?", type=Path, default=None,
-                   help="site-config folder (default: site-config, unless --desired is given)")
+                   help=f"site-config folder (default: {SITE_HELP}, unless --desired "
+                   "is given)")
     p.add_argument("--desired", type=Path, help="a compiled supply map (build/supply-map.json) "
                    "instead of compiling the site")
     p.add_argument("--policies", type=Path, metavar="DIR", help=POLICIES_HELP)
@@ -80,6 +84,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--accept-generation", action="append", default=[], metavar="PROVIDER",
                    help="trust PROVIDER although its inventory generation went down (it was "
                    "replaced or restored on purpose); the state store records the new one")
+    p.add_argument("--accept-shrink", action="append", default=[], metavar="PROVIDER",
+                   help="trust PROVIDER although its inventory lost more than "
+                   "safety.max_inventory_loss since the last trusted read (the loss is "
+                   "real); kept in the saved plan, whose xce-apply records the new counts")
     p.add_argument("--record", action="store_true",
                    help="record the plan in the state store as the plan under review for "
                    "this config (its desired digest and git commit), for xce-apply "
@@ -104,15 +112,23 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _instant(text: str) -> float:
-    """``--as-of``: an ISO 8601 time (UTC unless it names a zone) or ``+DURATION``."""
+    """``--as-of``: an ISO 8601 time (UTC unless it names a zone) or ``+DURATION``, one that
+    a plan can print (``utc_instant``)."""
     try:
         if text.startswith("+"):
-            return time.time() + parse_duration(text[1:])
-        moment = datetime.fromisoformat(text)
+            instant = time.time() + parse_duration(text[1:])
+        else:
+            moment = datetime.fromisoformat(text)
+            instant = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
     except (UnitError, ValueError) as err:
         raise argparse.ArgumentTypeError(f"{text!r} is neither an ISO 8601 time nor "
                                          f"+DURATION ({err})") from None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    except OverflowError:  # a zone that moves it past the year 1 or 9999
+        instant = math.inf
+    try:
+        return utc_instant(instant)
+    except UnitError as err:
+        raise argparse.ArgumentTypeError(f"{text!r} is no time to plan for: {err}") from None
 
 
 def _now(args: argparse.Namespace) -> float:
@@ -130,16 +146,20 @@ def _now(args: argparse.Namespace) -> float:
 def _history(state: str | None, workdir: Path,
              create: bool = False) -> AbstractContextManager[StateStore | None]:
     """The state store, or None when there is none to ask (a plan never creates one, but
-    with --record, which keeps the plan in it: ``create``).
+    with --record, which keeps the plan in it, or --out, whose file its key signs: ``create``).
 
     It says whether this site was applied: a provider that reports nothing after an apply
     has lost what it held, even when its generation restarted; before any complete apply
     there is nothing of ours to lose (a first apply killed halfway is finished without
     --force). And it holds the providers' generations, so a rollback is noticed."""
-    default = workdir / STATE_FILE
-    if not create and state is None and not os.environ.get(ENV_URL) and not default.exists():
+    if not create and _no_store(state, workdir):
         return nullcontext(None)
-    return open_store(state, default)
+    return open_store(state, workdir / STATE_FILE)
+
+
+def _no_store(state: str | None, workdir: Path) -> bool:
+    """Neither --state, $XCE_STATE_URL nor the default file: there is no store to ask."""
+    return state is None and not os.environ.get(ENV_URL) and not (workdir / STATE_FILE).exists()
 
 
 def _rendered(plan: Plan, args: argparse.Namespace, saved: bool, limit: int = LIMIT,
@@ -182,7 +202,8 @@ def _shown(plan: Plan, args: argparse.Namespace, saved: bool,
 
 
 def _recorded(args: argparse.Namespace, workdir: Path, desired: Desired, plan: Plan,
-              origin: Origin, data: bytes | None, problems: list[Problem]) -> RecordedPlan | None:
+              origin: Origin, seal: Seal | None, data: bytes | None,
+              problems: list[Problem]) -> RecordedPlan | None:
     """--record: keep the plan for review, the bytes --out writes (``data`` when saved),
     before anything is printed, as the save; a blocked plan is not kept (a warning says so)."""
     if not args.record:
@@ -190,7 +211,7 @@ def _recorded(args: argparse.Namespace, workdir: Path, desired: Desired, plan: P
     if plan.blocked:
         problems.append(reviewed.not_recorded())
         return None
-    data = data or plan_file_bytes(plan, destroy=args.destroy, origin=origin)
+    data = data or plan_file_bytes(plan, destroy=args.destroy, origin=origin, seal=seal)
     return reviewed.record(args.state, workdir / STATE_FILE, desired, data)
 
 
@@ -218,7 +239,7 @@ def _body(argv: list[str] | None) -> int:
     if args.full_plan_artifact is not None and args.out is None:
         parser().error("--full-plan-artifact names the CI artifact that keeps the plan "
                        "file: give --out FILE too")
-    site = args.site if args.site is not None or args.desired else Path("site-config")
+    site = args.site if args.site is not None or args.desired else locate_site(None)
     desired = load_desired(site, args.desired, args.policies)
     against = _against(args, site, desired)
     workdir = args.workdir or default_workdir(site, args.desired)
@@ -226,15 +247,24 @@ def _body(argv: list[str] | None) -> int:
     if args.record and args.target:
         parser().error("--record keeps the plan of the whole config for review: drop --target")
     now = _now(args)
-    with _history(args.state, workdir, create=args.record) as store:
-        live = gather(desired, workdir, args.live, store=store, accept=args.accept_generation)
-        applied = None if store is None else store.get_applied(desired.supply.site) is not None
-        attempts = recorded_attempts(store, desired)
+    keep = args.record or args.out is not None  # signed with the store's key: it must exist
+    # a store made now only to sign the plan knows no history: plan as without one
+    made = args.out is not None and not args.record and _no_store(args.state, workdir)
+    with _history(args.state, workdir, create=keep) as store:
+        seal = Seal(store.plan_key(), now) if keep and store is not None else None
+        history = None if made else store
+        live = gather(desired, workdir, args.live, store=history,
+                      accept=args.accept_generation, accept_shrink=args.accept_shrink,
+                      record_accepted=False)
+        applied = (None if history is None
+                   else history.get_applied(desired.supply.site) is not None)
+        attempts = recorded_attempts(history, desired)
         origin = origin_here(None if args.desired else site, args.desired, workdir,
                              existed=existed, beside=args.workdir is None, store=store,
                              default_store=workdir / STATE_FILE, option=args.state)
     plan = plan_for(desired, live, now=now, targets=args.target, destroy=args.destroy,
-                    force=args.force, applied_before=applied, attempts=attempts)
+                    force=args.force, applied_before=applied, attempts=attempts,
+                    accepted_shrink=args.accept_shrink)
     err_style = Style.for_stream(sys.stderr)
     problems = [*desired.warnings, *live.problems]
     if args.live is not None:  # a snapshot's unknown providers explain the exit code
@@ -247,8 +277,8 @@ def _body(argv: list[str] | None) -> int:
     saved = args.out is not None and not plan.blocked
     data = None
     if saved:  # before anything is printed: a failure to save leaves one document
-        data = save_plan(args.out, shown, destroy=args.destroy, origin=origin)
-    recorded = _recorded(args, workdir, desired, shown, origin, data, problems)
+        data = save_plan(args.out, shown, destroy=args.destroy, origin=origin, seal=seal)
+    recorded = _recorded(args, workdir, desired, shown, origin, seal, data, problems)
     place = None if desired.origins is None else desired.origins.place
     sys.stdout.write(_shown(shown, args, saved, against, place))
     if problems:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from compiler.canonical import dumps
 from compiler.cli_runner import EXIT_OK, UsageParser, run_cli
+from compiler.file_io import TEXT_CAP, Refused, read_input, too_large
 from compiler.problem_render import problem_to_json, render_text
 from compiler.problems import Problems, Severity, UserError, Where
 from compiler.textstyle import Style
@@ -107,12 +108,11 @@ def read_parts(files: Sequence[str]) -> list[Part]:
     for name in files:
         try:
             if name == STDIN:
-                stream = getattr(sys.stdin, "buffer", None)
-                text = stream.read().decode() if stream is not None else sys.stdin.read()
-                parts.append(Part("standard input", text))
+                parts.append(Part("standard input", _stdin_text()))
             else:
-                with open(name, encoding="utf-8") as fh:
-                    parts.append(Part(name, fh.read()))
+                parts.append(Part(name, read_input(name, TEXT_CAP).decode()))
+        except Refused as err:
+            problems.add(err.problem)
         except OSError as err:
             problems.error(INPUT, f"cannot be read: {err.strerror or err}", HINTS[INPUT],
                            Where(name))
@@ -122,6 +122,17 @@ def read_parts(files: Sequence[str]) -> list[Part]:
     if problems.has_errors:
         raise UserError(problems.items)
     return parts
+
+
+def _stdin_text() -> str:
+    """Standard input, at most ``TEXT_CAP`` of it: ``< /dev/zero`` fails rather than reading
+    until memory runs out."""
+    stream = getattr(sys.stdin, "buffer", None)  # None: a text stream in its place (tests)
+    data: bytes | str = (stream.read(TEXT_CAP.size + 1) if stream is not None
+                         else sys.stdin.read(TEXT_CAP.size + 1))
+    if len(data) > TEXT_CAP.size:
+        raise too_large("standard input", TEXT_CAP)
+    return data.decode() if isinstance(data, bytes) else data
 
 
 def open_forge(settings: ci.Settings, timeout: float) -> Forge:

@@ -21,8 +21,8 @@ from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid, parseaddr
 from pathlib import Path
 
+from compiler.file_io import write_atomic
 from compiler.model.drift import Notify, Smtp
-from compiler.output import write_atomic
 from compiler.problems import Hints, Problem, Severity, UserError
 from compiler.secrets import SecretError, redact_text, resolve, secret_values
 from reconciler.drift.model import DriftReport

@@ -35,6 +35,11 @@ PLAN_TOO_OLD = "XCE769"
 UNREVIEWED = "XCE770"
 UNREVIEWED_APPLIED = "XCE771"
 NOT_RECORDED = "XCE772"
+# a saved plan checked before it is applied (reconciler/plan/signature.py,
+# reconciler/apply/conformance.py)
+PLAN_UNSIGNED = "XCE773"
+NOT_IN_CONFIG = "XCE774"
+DESTROY_NOT_GIVEN = "XCE775"
 # the planner: settings.discovery as a mapping (reconciler/planner/discovery_policy.py)
 DISCOVERY_GROUP_MISSING = "XCE725"  # settings.discovery.group not in the desired map
 DISCOVERY_BAD_PATTERN = "XCE726"  # a settings.discovery.names pattern that cannot match
@@ -71,6 +76,12 @@ HINTS = Hints({
     "default is refuse)",
     NOT_RECORDED: "fix the guard errors (or plan with --force where that is intended), then "
     "record the plan again",
+    PLAN_UNSIGNED: "make the plan again against this state store: xce-plan --out FILE (or "
+    "--record)",
+    NOT_IN_CONFIG: "the plan file was edited or made by another tool: make the plan again "
+    "with xce-plan --out FILE, and review it",
+    DESTROY_NOT_GIVEN: "make the plan again with xce-plan --destroy if deleting users' data "
+    "is intended",
     DISCOVERY_GROUP_MISSING: "compile the site again: site.discovery.group must name one of "
     "its host groups",
     DISCOVERY_BAD_PATTERN: "compile the site again; write each pattern as a hostlist "

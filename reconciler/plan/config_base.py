@@ -35,7 +35,12 @@ def _repository(site_dir: Path) -> git.Repo:
 
 
 def _fetch_hint(repo: git.Repo, rev: str) -> str:
-    """How to get ``rev`` into this clone: a CI checkout fetches one commit by default."""
+    """How to get ``rev`` into this clone: a CI checkout fetches one commit by default. A
+    revision that names no commit however fetched (``HEAD:path``, ``@{-1}``, ``-x``) is
+    told what to give instead."""
+    if ":" in rev or "@{" in rev or rev.startswith("-"):
+        return ("give a commit, branch or tag, e.g. origin/main: 'REV:PATH' names a file or "
+                "folder, '@{...}' this clone's reflog, and a revision never starts with '-'")
     remote, _, branch = rev.partition("/")
     branch = re.split(r"[~^@:]", branch)[0]  # origin/main~3 is fetched with main
     fetch = (f"git fetch {remote} {branch}" if branch and remote in {r.name for r in repo.remotes}

@@ -1,17 +1,90 @@
 """Plan data: what the planner decided, as plain frozen data apart from any rendering.
 
 The planner builds a ``Plan``; renderers (text, json, markdown) and the plan file only read
-it. ``to_json``/``from_json`` round-trip exactly so a saved plan applies what was shown.
+it. ``to_json``/``from_json`` round-trip exactly so a saved plan applies what was shown, and
+``from_json`` checks the type of every field it reads (``ShapeError`` names the first one that
+is wrong, e.g. ``actions[3].entry``), so a hand-made or edited plan fails when it is read,
+not half-way through an apply.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from compiler.problems import Problem, Severity
+
+INSTANCE_BYTES = 16  # random bytes of a plan instance's identity (hex: 32 characters)
+
+
+def new_instance() -> str:
+    """A fresh identity for a plan just made: two plans of the same content stay two plans."""
+    return secrets.token_hex(INSTANCE_BYTES)
+
+
+class ShapeError(ValueError):
+    """A field of a plan document that is missing or of the wrong type, named by its path."""
+
+
+_REQUIRED: Any = object()
+_KINDS = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+          type(None): "null"}
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def typed(doc: Mapping[str, Any], key: str, want: tuple[type, ...], where: str,
+         default: Any = _REQUIRED) -> Any:
+    """``doc[key]`` when it is one of ``want`` (a boolean is never a number), else
+    ``default`` when it is absent; anything else is a ShapeError naming ``where.key``."""
+    path = f"{where}.{key}" if where else key
+    if key not in doc:
+        if default is _REQUIRED:
+            raise ShapeError(f"{path} is missing")
+        return default
+    value = doc[key]
+    if (isinstance(value, bool) and bool not in want) or not isinstance(value, want):
+        wanted = " or ".join(dict.fromkeys(_KINDS.get(t, "an object" if t is Mapping else
+                                                     "a list") for t in want))
+        raise ShapeError(f"{path} must be {wanted}, not {_kind_of(value)}")
+    return value
+
+
+def _objects(doc: Mapping[str, Any], key: str, where: str,
+             required: bool = False) -> list[tuple[str, Mapping[str, Any]]]:
+    """The list ``doc[key]`` of objects, each with its path (``actions[3]``)."""
+    items = typed(doc, key, (list,), where, _REQUIRED if required else [])
+    path = f"{where}.{key}" if where else key
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise ShapeError(f"{path}[{i}] must be an object, not {_kind_of(item)}")
+    return [(f"{path}[{i}]", item) for i, item in enumerate(items)]
+
+
+def _string_map(doc: Mapping[str, Any], key: str, want: tuple[type, ...],
+                where: str = "") -> dict[str, Any]:
+    """The object ``doc[key]`` whose values are all of ``want`` (absent: empty)."""
+    found = typed(doc, key, (Mapping,), where, {})
+    for name in found:
+        typed(found, name, want, f"{where}.{key}" if where else key)
+    return dict(found)
+
+
+def _enum(kind: type[StrEnum], value: str, path: str) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = ", ".join(m.value for m in kind)
+        raise ShapeError(f"{path} is {value!r}, not one of {allowed}") from None
 
 
 class Group(StrEnum):
@@ -94,8 +167,8 @@ class FieldChange:
         return {"path": self.path, "before": self.before, "after": self.after}
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> FieldChange:
-        return cls(str(doc["path"]), doc.get("before"), doc.get("after"))
+    def from_json(cls, doc: Mapping[str, Any], where: str = "change") -> FieldChange:
+        return cls(typed(doc, "path", (str,), where), doc.get("before"), doc.get("after"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +185,9 @@ class FailedAttempt:
         return {"attempt": self.attempt, "template": self.template, "instance": self.instance}
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> FailedAttempt:
-        return cls(int(doc["attempt"]), str(doc["template"]), str(doc["instance"]))
+    def from_json(cls, doc: Mapping[str, Any], where: str = "failed_attempt") -> FailedAttempt:
+        return cls(typed(doc, "attempt", (int,), where), typed(doc, "template", (str,), where),
+                   typed(doc, "instance", (str,), where))
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,21 +227,28 @@ class Action:
         return doc
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> Action:
-        failed = doc.get("failed_attempt")
+    def from_json(cls, doc: Mapping[str, Any], where: str = "action") -> Action:
+        failed = typed(doc, "failed_attempt", (Mapping, type(None)), where, None)
+        depends_on = typed(doc, "depends_on", (list,), where, [])
+        for i, dependency in enumerate(depends_on):
+            if not isinstance(dependency, str):
+                raise ShapeError(f"{where}.depends_on[{i}] must be a string, not "
+                                 f"{_kind_of(dependency)}")
         return cls(
-            id=str(doc["id"]),
-            verb=Verb(doc["action"]),
-            entry=str(doc["entry"]),
-            kind=str(doc["kind"]),
-            provider=doc.get("provider"),
-            reason=str(doc.get("reason", "")),
-            destructive=bool(doc.get("destructive", False)),
-            depends_on=tuple(str(d) for d in doc.get("depends_on", ())),
-            before=doc.get("before"),
-            after=doc.get("after"),
-            changes=tuple(FieldChange.from_json(c) for c in doc.get("changes", ())),
-            failed_attempt=None if failed is None else FailedAttempt.from_json(failed),
+            id=typed(doc, "id", (str,), where),
+            verb=_enum(Verb, typed(doc, "action", (str,), where), f"{where}.action"),
+            entry=typed(doc, "entry", (str,), where),
+            kind=typed(doc, "kind", (str,), where),
+            provider=typed(doc, "provider", (str, type(None)), where, None),
+            reason=typed(doc, "reason", (str,), where, ""),
+            destructive=typed(doc, "destructive", (bool,), where, False),
+            depends_on=tuple(depends_on),
+            before=typed(doc, "before", (Mapping, type(None)), where, None),
+            after=typed(doc, "after", (Mapping, type(None)), where, None),
+            changes=tuple(FieldChange.from_json(c, path)
+                          for path, c in _objects(doc, "changes", where)),
+            failed_attempt=None if failed is None else FailedAttempt.from_json(
+                failed, f"{where}.failed_attempt"),
         )
 
 
@@ -185,9 +266,10 @@ class Note:
                 "reason": self.reason}
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> Note:
-        return cls(str(doc["entry"]), str(doc["kind"]), doc.get("provider"),
-                   str(doc.get("reason", "")))
+    def from_json(cls, doc: Mapping[str, Any], where: str = "note") -> Note:
+        return cls(typed(doc, "entry", (str,), where), typed(doc, "kind", (str,), where),
+                   typed(doc, "provider", (str, type(None)), where, None),
+                   typed(doc, "reason", (str,), where, ""))
 
 
 def summarize(actions: Iterable[Action], notes: Mapping[str, Iterable[Note]]) -> dict[str, int]:
@@ -206,9 +288,12 @@ def _problem_to_json(p: Problem) -> dict[str, Any]:
             "message": p.message, "hint": p.hint}
 
 
-def _problem_from_json(doc: Mapping[str, Any]) -> Problem:
-    return Problem(str(doc["code"]), str(doc["message"]), str(doc.get("hint", "")),
-                   None, Severity(doc.get("severity", "error")), doc.get("subject"))
+def _problem_from_json(doc: Mapping[str, Any], where: str) -> Problem:
+    severity = typed(doc, "severity", (str,), where, "error")
+    return Problem(typed(doc, "code", (str,), where), typed(doc, "message", (str,), where),
+                   typed(doc, "hint", (str,), where, ""), None,
+                   _enum(Severity, severity, f"{where}.severity"),
+                   typed(doc, "subject", (str, type(None)), where, None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +306,11 @@ class Plan:
     ``attempts_reset`` maps instance entries whose recorded provisioning failures no longer
     count (their host joined, config dropped them or changed their template) to the record
     seen (its ``instance``): the apply forgets them (docs/plan.md, "Provisioning backoff").
+    ``instance`` is this plan's own identity, drawn when it is made: the apply derives its
+    op_ids from it and the content, so the same drift fixed twice is two plans, never one
+    already done (docs/apply.md, "op_ids"). It is not part of the JSON (renderings show the
+    content; the plan file keeps it beside), nor of equality; a plan changed with
+    ``dataclasses.replace`` is another plan, with an identity of its own.
     """
 
     actions: tuple[Action, ...]
@@ -235,6 +325,8 @@ class Plan:
     fingerprints: Mapping[str, str] = field(default_factory=dict)
     problems: tuple[Problem, ...] = ()
     attempts_reset: Mapping[str, str] = field(default_factory=dict)
+    accepted_shrink: tuple[str, ...] = ()  # xce-plan --accept-shrink: honoured by the apply
+    instance: str = field(default_factory=new_instance, compare=False, init=False)
 
     @property
     def blocked(self) -> bool:
@@ -269,18 +361,33 @@ class Plan:
             doc[name] = [n.to_json() for n in notes]
         if self.attempts_reset:  # only then: a plan without one reads as it always did
             doc["attempts_reset"] = dict(self.attempts_reset)
+        if self.accepted_shrink:  # likewise (docs/plan.md, "An inventory that shrank")
+            doc["accepted_shrink"] = list(self.accepted_shrink)
         return doc
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> Plan:
-        lists = {name: tuple(Note.from_json(n) for n in doc.get(name, ())) for name in NOTE_LISTS}
-        return cls(
-            actions=tuple(Action.from_json(a) for a in doc["actions"]),
-            summary=dict(doc.get("summary", {})),
-            desired_digest=str(doc.get("desired_digest", "")),
-            revision=doc.get("revision"),
-            fingerprints=dict(doc.get("fingerprints", {})),
-            problems=tuple(_problem_from_json(p) for p in doc.get("problems", ())),
-            attempts_reset={str(k): str(v) for k, v in doc.get("attempts_reset", {}).items()},
+    def from_json(cls, doc: Mapping[str, Any], instance: str | None = None) -> Plan:
+        """The plan of ``doc`` (``instance``: the identity the plan file kept beside it);
+        a field of the wrong type is a ShapeError naming it."""
+        if not isinstance(doc, Mapping):
+            raise ShapeError(f"the plan must be an object, not {_kind_of(doc)}")
+        lists = {name: tuple(Note.from_json(n, path) for path, n in _objects(doc, name, ""))
+                 for name in NOTE_LISTS}
+        plan = cls(
+            actions=tuple(Action.from_json(a, path)
+                          for path, a in _objects(doc, "actions", "", required=True)),
+            summary=_string_map(doc, "summary", (int,)),
+            desired_digest=typed(doc, "desired_digest", (str,), "", ""),
+            revision=typed(doc, "revision", (str, type(None)), "", None),
+            fingerprints=_string_map(doc, "fingerprints", (str,)),
+            problems=tuple(_problem_from_json(p, path)
+                           for path, p in _objects(doc, "problems", "")),
+            attempts_reset=_string_map(doc, "attempts_reset", (str,)),
+            accepted_shrink=tuple(typed({"name": n}, "name", (str,), f"accepted_shrink[{i}]")
+                                  for i, n in enumerate(typed(doc, "accepted_shrink", (list,),
+                                                              "", []))),
             **lists,
         )
+        if instance is not None:  # the plan read again is the plan that was saved
+            object.__setattr__(plan, "instance", instance)  # frozen: set once, here
+        return plan

@@ -159,5 +159,6 @@ def make_plan(
         fingerprints={e: fingerprint(live.entries.get(e)) for e in _touched(actions, b.observed)},
         problems=tuple(problems),
         attempts_reset=attempts_reset(b.attempts, desired.entries, live.entries),
+        accepted_shrink=(),  # the pipeline's: what xce-plan --accept-shrink named
         **{name: tuple(items) for name, items in notes.items()},
     )

@@ -11,6 +11,7 @@ import fnmatch
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 from compiler.problems import Problem, UserError
@@ -23,6 +24,10 @@ DEFAULT_JOIN_DEADLINE = 1800
 DEFAULT_MIN_ENTRIES = 10
 DEFAULT_MAX_DELETE_FRACTION = 0.3
 DEFAULT_MAX_CREATE_FRACTION = 0.5
+# What a provider's inventory may lose of a kind between two trusted reads (beyond what
+# applies removed) before it is not trusted: more than this fraction, and this many or more.
+DEFAULT_LOSS_FRACTION = 0.2
+DEFAULT_LOSS_COUNT = 10
 SETTLE_WAITS = ("window", "rejoin")
 DEFAULT_SETTLE_WINDOW = 600
 # site.provisioning (P6): attempts whose host never joins, the first wait, the longest wait
@@ -39,15 +44,30 @@ def glob_matcher(globs: Collection[str]) -> re.Pattern[str] | None:
 
 
 @dataclass(frozen=True, slots=True)
+class InventoryLoss:
+    """``safety.max_inventory_loss`` of one provider (docs/plan.md, "An inventory that
+    shrank"): a loss of a kind is too large when above ``fraction`` and at least ``count``."""
+
+    fraction: float = DEFAULT_LOSS_FRACTION
+    count: int = DEFAULT_LOSS_COUNT
+
+
+@dataclass(frozen=True, slots=True)
 class Safety:
     max_changes: int | None
     min_entries: int
     max_delete_fraction: Mapping[str, float]
     default_delete_fraction: float
     max_create_fraction: float
+    inventory_loss: Mapping[str, InventoryLoss] = dataclass_field(default_factory=dict)
 
     def delete_fraction(self, kind: str) -> float:
         return self.max_delete_fraction.get(kind, self.default_delete_fraction)
+
+    def loss_limit(self, provider: str) -> InventoryLoss:
+        """What ``provider`` may lose between two reads: its own setting, else ``default``."""
+        return self.inventory_loss.get(provider) or self.inventory_loss.get(
+            "default", InventoryLoss())
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +157,34 @@ def _safety(raw: Any, problems: list[Problem]) -> Safety:
         default_delete_fraction=default,
         max_create_fraction=_number(raw, "max_create_fraction", DEFAULT_MAX_CREATE_FRACTION,
                                     "safety.", problems, fraction=True),
+        inventory_loss=_inventory_loss(raw.get("max_inventory_loss"), problems),
     )
+
+
+def _inventory_loss(raw: Any, problems: list[Problem]) -> dict[str, InventoryLoss]:
+    """``max_inventory_loss: {default | <provider>: {fraction, count}}``; absent parts take
+    ``default``'s, then the defaults."""
+    path = "safety.max_inventory_loss"
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping) or not all(isinstance(v, Mapping) for v in raw.values()):
+        problems.append(_bad(path, f"{path} must map 'default' or provider names to "
+                             "{fraction, count}"))
+        return {}
+    base = InventoryLoss()
+    default = raw.get("default", {})
+    base = InventoryLoss(_number(default, "fraction", base.fraction, f"{path}.default.",
+                                 problems, fraction=True),
+                         int(_number(default, "count", base.count, f"{path}.default.",
+                                     problems)))
+    limits = {"default": base}
+    for name, item in raw.items():
+        if name != "default":
+            where = f"{path}.{name}."
+            limits[str(name)] = InventoryLoss(
+                _number(item, "fraction", base.fraction, where, problems, fraction=True),
+                int(_number(item, "count", base.count, where, problems)))
+    return limits
 
 
 def _management(raw: Any, problems: list[Problem]) -> dict[str, str]:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from compiler.file_io import TEXT_CAP, Refused, read_input
 from compiler.problems import UserError
 from reconciler.pr.codes import CI_SETTINGS, HINTS, NO_PULL
 
@@ -87,9 +88,8 @@ def pull_from_environment(settings: Settings) -> int:
         return int(iid)
     path = _needed(environ, "GITHUB_EVENT_PATH", "GitHub Actions sets it in every job")
     try:
-        with open(path, encoding="utf-8") as fh:
-            event = json.load(fh)
-    except (OSError, ValueError) as err:
+        event = json.loads(read_input(path, TEXT_CAP))
+    except (OSError, ValueError, Refused) as err:
         raise _problem(f"GITHUB_EVENT_PATH {path} cannot be read as the event's JSON ({err})",
                        "leave it as GitHub Actions sets it, or pass --pr N") from None
     number = _event_number(event)

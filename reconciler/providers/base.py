@@ -1,9 +1,10 @@
 """What every in-process provider shares: verb dispatch, op_id dedupe, epoch fencing,
-and the declaration of the optional capabilities it offers.
+owner fencing, and the declaration of the optional capabilities it offers.
 
 ``ProviderSkeleton`` answers the protocol once for every in-process provider: the epoch
-check, then the op_id replay, then the change and its record, all inside one transaction
-of the provider's memory (its ``Book``). The built-ins (``BuiltinProvider``) keep that
+check, then the op_id replay, then the owner fence (an entry another site-config owns is
+never changed: ``fence_owner``), then the change and its record, all inside one
+transaction of the provider's memory (its ``Book``). The built-ins (``BuiltinProvider``) keep that
 memory in an ``OpLedger`` beside them and only say what they hold (``inventory``) and how to
 change one entry (``create``/``update``/``delete``); the controller map keeps it in the
 map file itself, so a change and its op_id commit together. A provider lists what it
@@ -84,6 +85,31 @@ def os_error(err: OSError) -> ProviderError:
     return ProviderError(code, f"{err.strerror or err}{where}")
 
 
+def fence_owner(entry_id: str, holder: str | None, owner: str) -> None:
+    """Refuse to touch an entry another site-config owns (co-managed entries stay theirs).
+
+    The one rule for every provider: an entry tagged with an owner is changed only by a
+    request of that owner; an untagged one (found, not created) by any.
+    """
+    if holder is not None and holder != owner:
+        raise ProviderError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"{entry_id} is owned by '{holder}', not '{owner or '(no owner)'}'; "
+            "co-managed entries are never touched",
+        )
+
+
+def request_targets(params: Mapping[str, Any]) -> tuple[str, ...]:
+    """The entries a change names: ``params.id`` and ``params.entry.id`` (either or both).
+
+    What a request does not name well is left to the provider's own check of its params,
+    which refuses it (INVALID_ARGUMENT) before anything is touched.
+    """
+    entry = params.get("entry")
+    named = (params.get("id"), entry.get("id") if isinstance(entry, Mapping) else None)
+    return tuple(dict.fromkeys(t for t in named if isinstance(t, str)))
+
+
 def fingerprint(request: Request) -> str:
     """What makes a request the same request: its verb, owner and params.
 
@@ -127,9 +153,9 @@ class ProviderSkeleton(ABC, Generic[BookT]):
     offers: ClassVar[Mapping[str, Offer]] = {}  # optional capabilities (protocol.OPTIONAL)
     unsupported: ClassVar[Mapping[str, str]] = {}  # why not, beyond NOT_OFFERED
 
-    def __init__(self, name: str, params: BaseModel, workdir: Path) -> None:
+    def __init__(self, name: str, params: BaseModel | None, workdir: Path) -> None:
         self.name = name
-        self.params = params  # the kind's model (compiler.model.provider_params)
+        self.params = params  # the kind's model (compiler.model.provider_params); None: none
         self.workdir = workdir
         self._mutex = threading.Lock()  # one change at a time per provider
 
@@ -144,6 +170,10 @@ class ProviderSkeleton(ABC, Generic[BookT]):
         """Make the change ``request`` asks for; its result is what a replay returns."""
 
     @abstractmethod
+    def holder(self, book: BookT, entry_id: str) -> str | None:
+        """The owner tag of an entry as the provider's memory has it (None: untagged/absent)."""
+
+    @abstractmethod
     def inventory_result(self, params: Mapping[str, Any]) -> dict[str, Any]: ...
 
     @abstractmethod
@@ -154,6 +184,11 @@ class ProviderSkeleton(ABC, Generic[BookT]):
 
     def probe(self) -> dict[str, Any]:
         return {"ready": True}
+
+    def targets(self, request: Request) -> tuple[str, ...]:
+        """The entries a change touches, each fenced by owner; a provider whose verb changes
+        more than it names (expand of a user directory changes its quota) adds those."""
+        return request_targets(request.params)
 
     def declared(self) -> Capabilities:
         reasons = {cap: self.unsupported.get(cap, NOT_OFFERED[cap])
@@ -192,10 +227,12 @@ class ProviderSkeleton(ABC, Generic[BookT]):
         )
 
     def _mutate(self, request: Request) -> Mapping[str, Any]:
-        """Fence, replay, change, record: one transaction; a failed change keeps the epoch.
+        """Fence, replay, fence by owner, change, record: one transaction; a failed change
+        keeps the epoch.
 
         The epoch comes first: a superseded applier is refused even an op it had sent
-        before, so it learns at once that it must stop.
+        before, so it learns at once that it must stop. A replay needs no owner fence: the
+        owner is part of the request's fingerprint.
         """
         if not request.op_id:
             raise ProviderError(
@@ -209,6 +246,8 @@ class ProviderSkeleton(ABC, Generic[BookT]):
                 return prior
             try:
                 with book.savepoint():
+                    for target in self.targets(request):
+                        fence_owner(target, self.holder(book, target), request.owner)
                     result = self.change(book, request)
             except ProviderError as err:
                 failure = err  # raised once the transaction has kept the new epoch
@@ -249,6 +288,9 @@ class BuiltinProvider(ProviderSkeleton[OpLedger]):
     def book(self) -> AbstractContextManager[OpLedger]:
         """The ledger commits each step itself; a filesystem change cannot be rolled back."""
         return nullcontext(self.ledger)
+
+    def holder(self, book: OpLedger, entry_id: str) -> str | None:
+        return book.tag_of(entry_id)
 
     def inventory_result(self, params: Mapping[str, Any]) -> dict[str, Any]:
         tags = self.ledger.tags()

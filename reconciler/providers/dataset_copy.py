@@ -6,6 +6,8 @@ when the digest matches renames the folder to ``<cache_root>/<name>@<version>/``
 copy is either complete and verified or not there. ``delete`` (plan verb ``evict``)
 renames it to a ``.trash-…`` name first, so a half-removed copy is reported ``evicting``,
 never ``available``. ``inventory`` re-checks digests through a cache (see ``dataset_state``).
+The cache root is trusted only with the marker this provider wrote there at its first stage
+(or an admin's ``xce-adopt``, ``root_marker``): an unmounted cache is not an empty one.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from reconciler.providers.dataset_digest import (
 )
 from reconciler.providers.dataset_state import CopyRecord, DatasetState, Signature
 from reconciler.providers.names import invalid, request_entry, request_id, safe_name
+from reconciler.providers.root_marker import MARKER, Adopted, RootMarks, RootRef
 from reconciler.providers.safe_fs import DIR_FLAGS, lstat_at, open_trusted_dir, refused
 
 PREFIX = "dataset-copy/"
@@ -104,6 +107,13 @@ def open_source(source: Path) -> Iterator[tuple[int, os.stat_result]]:
         os.close(fd)
 
 
+def _nearest_existing(path: Path) -> Path:
+    """``path`` or the nearest folder above it that exists (``/`` at worst)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
 def signature(st: os.stat_result) -> Signature:
     return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
@@ -118,18 +128,62 @@ class DatasetCopyProvider(BuiltinProvider):
         self.source_base = workdir / (params.source_base or ".")
         self.location = params.location
         self.limit = params.capacity
-        self.cache_root.mkdir(parents=True, exist_ok=True)
         super().__init__(name, params, workdir)  # opens the ledger: only once params are valid
         self.state = DatasetState(self.state_dir / "dataset.sqlite")
+        self.roots = RootMarks(self.ledger)
+        self.ref = RootRef(f"cache/{name}", str(self.cache_root), f"xce-adopt {name}")
 
     def close(self) -> None:
         self.state.close()
         super().close()
 
     def probe(self) -> dict[str, Any]:
+        try:
+            with self.cache() as cfd:
+                if cfd is None:
+                    return {"ready": True, "detail": f"{self.cache_root} is made, with its "
+                            "marker, by the first stage"}
+        except ProviderError as err:
+            return {"ready": False, "detail": err.message}
         ready = os.access(self.cache_root, os.W_OK | os.X_OK)
         return {"ready": ready} if ready else {"ready": False,
                                                "detail": f"{self.cache_root} is not writable"}
+
+    @contextmanager
+    def cache(self, create: bool = False) -> Iterator[int | None]:
+        """The cache root, proven by its marker; None when it was never made (it holds
+        nothing yet). ``create``: a root never made is made (its parents too) and marked.
+        A recorded root that is gone, or one without its marker, is "unmounted"."""
+        made = False
+        if create and self.roots.may_make(self.ref.root):
+            self.cache_root.parent.mkdir(parents=True, exist_ok=True)
+            with open_trusted_dir(self.cache_root.parent, "cache_root's folder") as pfd:
+                made = self.roots.make(pfd, self.cache_root.name, 0o755, self.ref)
+        if not os.path.lexists(self.cache_root):
+            gone = self.roots.gone(self.ref)
+            if gone is not None:
+                raise gone
+            yield None
+            return
+        with open_trusted_dir(self.cache_root, "cache_root") as cfd:
+            if not made:
+                self.roots.check(cfd, self.ref)
+            yield cfd
+
+    def adopt(self, target: str | None, entry: Mapping[str, Any] | None,
+              owner: str) -> Adopted:
+        """Mark the existing cache folder as this provider's (``xce-adopt``): the one way a
+        root this provider did not make is trusted. Copies found in it stay untagged."""
+        if target:
+            raise invalid(f"provider {self.name!r} holds one cache, {self.cache_root}; name no "
+                          f"volume to adopt it (got {target!r})")
+        if not os.path.lexists(self.cache_root):
+            raise ProviderError(ErrorCode.NOT_FOUND, f"{self.cache_root} does not exist: there "
+                                "is nothing to adopt; mount it first (a cache never made is "
+                                "created with its marker by its first stage)")
+        with open_trusted_dir(self.cache_root, "cache_root") as cfd:
+            was = self.roots.why_not(cfd, self.ref)
+            return Adopted(self.ref, self.roots.mark(cfd, self.ref), was)
 
     # --- reading --------------------------------------------------------------------------
 
@@ -187,7 +241,9 @@ class DatasetCopyProvider(BuiltinProvider):
         records = self.state.copies()
         found: dict[str, Entry] = {}
         passing: dict[str, str] = {}  # copies on their way in (staging) or out (evicting)
-        with open_trusted_dir(self.cache_root, "cache_root") as cfd:
+        with self.cache() as cfd:
+            if cfd is None:
+                return []
             with os.scandir(cfd) as it:
                 names = sorted(item.name for item in it)
             for name in names:
@@ -225,13 +281,16 @@ class DatasetCopyProvider(BuiltinProvider):
     def used_bytes(self, cfd: int) -> int:
         """Bytes held in the cache: copies, stagings in progress and trash."""
         return sum(
-            st.st_size for *_, st in walk_tree(cfd, strict=False) if stat.S_ISREG(st.st_mode)
+            st.st_size for rel, *_, st in walk_tree(cfd, strict=False)
+            if stat.S_ISREG(st.st_mode) and rel != MARKER
         )
 
     def capacity(self, params: Mapping[str, Any]) -> dict[str, int]:
-        with open_trusted_dir(self.cache_root, "cache_root") as cfd:
-            used = self.used_bytes(cfd)
-            vfs = os.fstatvfs(cfd)
+        with self.cache() as cfd:
+            if cfd is None:  # not made yet: the filesystem it will be made on
+                used, vfs = 0, os.statvfs(_nearest_existing(self.cache_root))
+            else:
+                used, vfs = self.used_bytes(cfd), os.fstatvfs(cfd)
         fs_free = vfs.f_bavail * vfs.f_frsize
         if self.limit is None:
             return {"total": vfs.f_blocks * vfs.f_frsize, "used": used, "free": fs_free}
@@ -263,7 +322,8 @@ class DatasetCopyProvider(BuiltinProvider):
             raise invalid(f"spec.digest must be 'sha256:<64 hex digits>', got {expected!r}")
         source = self._source(spec.get("source"))
         record = self.state.copies().get(dataset)
-        with open_trusted_dir(self.cache_root, "cache_root") as cfd:
+        with self.cache(create=True) as cfd:
+            assert cfd is not None  # made if it was not there
             self._sweep(cfd, dataset)
             if lstat_at(cfd, dataset) is not None:
                 present = self._present(cfd, dataset, record, verify=False)
@@ -377,9 +437,9 @@ class DatasetCopyProvider(BuiltinProvider):
     def delete(self, params: Mapping[str, Any]) -> ChangeMade:
         eid = request_id(params)
         dataset = self._local(eid)
-        with open_trusted_dir(self.cache_root, "cache_root") as cfd:
-            present = lstat_at(cfd, dataset) is not None
-            if present:
+        with self.cache() as cfd:
+            present = cfd is not None and lstat_at(cfd, dataset) is not None
+            if cfd is not None and present:
                 trash = self._trash_name(dataset)
                 os.rename(dataset, trash, src_dir_fd=cfd, dst_dir_fd=cfd)
                 self._discard(cfd, trash)

@@ -22,24 +22,16 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from compiler.file_io import kind_of
+
 CHUNK = 1 << 20
 NODE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 ONLY = "a dataset holds only regular files and folders: replace or remove it"
-KINDS: tuple[tuple[Callable[[int], bool], str], ...] = (
-    (stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
 
 
 class DatasetError(ValueError):
     """A tree that cannot be a dataset (a link or special file inside), or a path that
     cannot be read (missing, no permission)."""
-
-
-def kind_of(mode: int) -> str:
-    """What a file that is neither a regular file nor a directory is, in words."""
-    return next((what for test, what in KINDS if test(mode)), "a special file")
 
 
 def not_data(shown: str, mode: int) -> DatasetError:

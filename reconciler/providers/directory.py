@@ -9,7 +9,10 @@ user or project (N8); the job directories below a user directory are reported as
 and only if nothing changed in them since the plan saw them (N14,
 ``directory_cleanup``). Of the optional capabilities (R4) it offers ``expand`` (grow a
 quota) and ``publish`` of a user directory, read-write or read-only, the latter enforced
-on the files (``directory_publish``). No step ever follows a symbolic link (``safe_fs``).
+on the files (``directory_publish``). No step ever follows a symbolic link (``safe_fs``),
+and nothing is read or changed in a volume root that does not carry the marker this
+provider wrote there (``root_marker``): an unmounted volume's empty mount point is not an
+empty volume.
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ from reconciler.protocol import (
     Offer,
     ProviderError,
     PublishParams,
+    Request,
 )
-from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, ChangeMade
+from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, ChangeMade, fence_owner
 from reconciler.providers.directory_cleanup import Eviction, Target
 from reconciler.providers.directory_jobs import (
     NOT_MADE_HERE,
@@ -58,6 +62,7 @@ from reconciler.providers.names import (
     request_id,
     safe_name,
 )
+from reconciler.providers.root_marker import MARKER, Adopted, RootMarks, RootRef
 from reconciler.providers.safe_fs import (
     mode_text,
     octal_mode,
@@ -129,6 +134,7 @@ class DirectoryProvider(BuiltinProvider):
             self.base.mkdir(parents=True, exist_ok=True)  # the embedded default lives here
         super().__init__(name, params, workdir)  # opens the ledger: only once params are valid
         self.state = DirectoryState(self.state_dir / "directory.sqlite")
+        self.roots = RootMarks(self.ledger)
 
     @staticmethod
     def _configured_volumes(volumes: Mapping[str, str]) -> dict[str, Volume]:
@@ -155,13 +161,38 @@ class DirectoryProvider(BuiltinProvider):
                           f"create volume/{name} first")
         return vol
 
+    def root_ref(self, vol: Volume) -> RootRef:
+        return RootRef(f"volume/{vol.name}", str(self.base.joinpath(*path_parts(vol.path))),
+                       f"xce-adopt {self.name} {vol.name}")
+
     @contextmanager
     def volume_root(self, vol: Volume, create_mode: int | None = None) -> Iterator[int]:
-        with (
-            open_trusted_dir(self.base, "base") as base_fd,
-            walk_dirs(base_fd, path_parts(vol.path), self.base, create_mode) as fd,
-        ):
+        with self._opened_root(vol, create_mode) as (_, fd):
             yield fd
+
+    @contextmanager
+    def _opened_root(
+        self, vol: Volume, create_mode: int | None = None, *, trust: bool = True
+    ) -> Iterator[tuple[int, int]]:
+        """The volume root's parent and the root, opened without following a link; the
+        root proven by its marker (``root_marker``; ``trust=False``: not checked, for an
+        adoption). With ``create_mode`` a root never made before is made (its parents too)
+        and marked; a recorded root that is gone is "unmounted", never made again."""
+        parts, ref = path_parts(vol.path), self.root_ref(vol)
+        new = create_mode if create_mode is not None and self.roots.may_make(ref.root) else None
+        with contextlib.ExitStack() as stack:
+            try:
+                base_fd = stack.enter_context(open_trusted_dir(self.base, "base"))
+                parent_fd = stack.enter_context(walk_dirs(base_fd, parts[:-1], self.base, new))
+                made = new is not None and self.roots.make(parent_fd, parts[-1], new, ref)
+                fd = open_dir_at(parent_fd, parts[-1], ref.shown)
+            except ProviderError as err:
+                missing = err.code is ErrorCode.NOT_FOUND and trust
+                raise (self.roots.gone(ref) if missing else None) or err from None
+            stack.callback(os.close, fd)
+            if trust and not made:
+                self.roots.check(fd, ref)
+            yield parent_fd, fd
 
     @contextmanager
     def existing_root(self, vol: Volume) -> Iterator[int]:
@@ -355,6 +386,8 @@ class DirectoryProvider(BuiltinProvider):
             raise invalid(f"quota {entry['id']}: amount must be a limit in bytes, got {limit!r}")
         if must_exist and self.state.quota(vname, scope, subject) is None:
             raise ProviderError(ErrorCode.NOT_FOUND, f"{entry['id']} is not set")
+        with self.existing_root(vol):
+            pass  # a limit is set only on a volume proven mounted (its root's marker)
         self._run_quota(vol, scope, subject, limit)
         quota = Quota(vname, scope, subject, limit)
         self.state.put_quota(quota)
@@ -385,11 +418,11 @@ class DirectoryProvider(BuiltinProvider):
                 removed = True
         elif vol is not None and kind == "volume-dir":
             self._not_published(vol, eid, parts[1])
-            removed = self._remove([*path_parts(vol.path), parts[1]], destroy)
+            removed = self._remove_dir(vol, parts[1], destroy)
             self.state.set_pending_owner(vol.name, parts[1], None)
         elif vol is not None:
             self._not_published(vol, eid)
-            removed = self._remove(path_parts(vol.path), destroy)
+            removed = self._remove_volume(vol, destroy)
             self.state.drop_volume(vol.name)
         return ChangeMade(None, {"deleted": eid, "already_absent": not removed})
 
@@ -404,17 +437,76 @@ class DirectoryProvider(BuiltinProvider):
             raise refused(f"{eid} holds published user directories ({where}); unpublish them "
                           "before deleting it")
 
-    def _remove(self, parts: list[str], destroy: bool) -> bool:
-        """Remove ``<base>/<parts…>``: False when it (or its parent) is already gone."""
-        shown = str(self.base.joinpath(*parts))
-        with open_trusted_dir(self.base, "base") as base_fd:
-            try:
-                with walk_dirs(base_fd, parts[:-1], self.base) as parent_fd:
-                    return remove_dir_at(parent_fd, parts[-1], shown, destroy)
-            except ProviderError as err:
-                if err.code is ErrorCode.NOT_FOUND:
-                    return False
+    def _remove_dir(self, vol: Volume, user: str, destroy: bool) -> bool:
+        """Remove ``<root>/<user>`` of a proven root: False when it is already gone (or its
+        volume was never made)."""
+        shown = str(self.base.joinpath(*path_parts(vol.path), user))
+        try:
+            with self.volume_root(vol) as root_fd:
+                return remove_dir_at(root_fd, user, shown, destroy)
+        except ProviderError as err:
+            if err.code is ErrorCode.NOT_FOUND:
+                return False
+            raise
+
+    def _remove_volume(self, vol: Volume, destroy: bool) -> bool:
+        """Remove a proven volume root: its marker goes last, once nothing else holds it
+        back (a refused removal puts the marker back). False when it was never made."""
+        ref = self.root_ref(vol)
+        try:
+            with self._opened_root(vol) as (parent_fd, fd):
+                if not destroy and any(name != MARKER for name in os.listdir(fd)):
+                    raise refused(f"{ref.shown} holds data; delete it only with "
+                                  "params.destroy = true")
+                self.roots.unmark(fd)
+                try:
+                    removed = remove_dir_at(parent_fd, path_parts(vol.path)[-1], ref.shown,
+                                            destroy)
+                except BaseException:
+                    self.roots.restore(fd, ref)
+                    raise
+        except ProviderError as err:
+            if err.code is not ErrorCode.NOT_FOUND:
                 raise
+            removed = False
+        self.roots.forget(ref)
+        return removed
+
+    def adopt(self, target: str | None, entry: Mapping[str, Any] | None,
+              owner: str) -> Adopted:
+        """Mark an existing folder as volume ``target``'s root (``xce-adopt``): the one way
+        a root this provider did not make is trusted. The volume is known to the provider
+        or described by ``entry`` (its desired entry); it is tagged with ``owner``."""
+        if not target:
+            raise invalid(f"name the volume of provider {self.name!r} to adopt")
+        vol = self.volumes().get(target)
+        if vol is None and entry is not None:
+            spec = entry.get("spec") or {}
+            retention = spec.get("retention")
+            vol = Volume(target, str(spec.get("path")),
+                         retention if isinstance(retention, int) else None,
+                         declared_fields(entry))
+        if vol is None:
+            raise ProviderError(ErrorCode.NOT_FOUND, f"volume {target!r} is neither known to "
+                                f"provider {self.name!r} nor in its site-config")
+        eid = f"volume/{target}"
+        fence_owner(eid, self.ledger.tag_of(eid), owner)
+        ref = self.root_ref(vol)
+        try:
+            with self._opened_root(vol, trust=False) as (_, fd):
+                was = self.roots.why_not(fd, ref)
+                mark = self.roots.mark(fd, ref)
+        except ProviderError as err:
+            if err.code is not ErrorCode.NOT_FOUND:
+                raise
+            raise ProviderError(ErrorCode.NOT_FOUND, f"{err.message}: there is nothing to "
+                                "adopt; mount the volume first (a volume never made is "
+                                "created with its marker by its first create)") from None
+        if target not in self.state.volumes():
+            self.state.put_volume(vol)
+        if owner:
+            self.ledger.tag(eid, owner)
+        return Adopted(ref, mark, was)
 
     def evict(self, vol: Volume, eid: str, parts: list[str], params: Mapping[str, Any],
               destroy: bool) -> ChangeMade:
@@ -438,6 +530,14 @@ class DirectoryProvider(BuiltinProvider):
                 raise
             details = {"already_absent": True}
         return ChangeMade(None, {"deleted": eid, **details})
+
+    def targets(self, request: Request) -> tuple[str, ...]:
+        """What a change names, and for an expand of a user directory its quota too."""
+        named = super().targets(request)
+        if request.verb != "expand":
+            return named
+        users = [t.split("/") for t in named if t.startswith("volume-dir/")]
+        return (*named, *(f"quota/{p[1]}/user/{p[2]}" for p in users if len(p) == 3))
 
     # --- optional capabilities (R4) -------------------------------------------------------
 

@@ -7,6 +7,8 @@
 - inventory generation: grows by one each time the snapshot differs from the last one
   reported, so equal generations mean equal snapshots and a plan can tell it is stale.
 - owner tags: the owner tag of the request that created each entry.
+- root marks: the mark (``root_marker``) of each root the provider created or adopted, so
+  that a root whose marker is missing or another's (an unmounted volume) is never trusted.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ CREATE TABLE IF NOT EXISTS ops (
     recorded_at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS owners (id TEXT PRIMARY KEY, owner TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS roots (root TEXT PRIMARY KEY, mark TEXT NOT NULL);
 """
 
 
@@ -129,6 +132,27 @@ class OpLedger:
     def tags(self) -> dict[str, str]:
         with self._store.read() as db:
             return dict(db.execute("SELECT id, owner FROM owners"))
+
+    def tag_of(self, entry_id: str) -> str | None:
+        """The owner tag of one entry (None: untagged), without reading every tag."""
+        with self._store.read() as db:
+            row = db.execute("SELECT owner FROM owners WHERE id = ?", (entry_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def root_mark(self, root: str) -> str | None:
+        """The mark recorded for ``root`` (``volume/shared``, ``cache/gpu-cache``), as JSON."""
+        with self._store.read() as db:
+            row = db.execute("SELECT mark FROM roots WHERE root = ?", (root,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def record_root_mark(self, root: str, mark: str | None) -> None:
+        """Remember the mark written into ``root``; None forgets it (the root was removed)."""
+        with self._store.write() as db:
+            if mark is None:
+                db.execute("DELETE FROM roots WHERE root = ?", (root,))
+            else:
+                db.execute("INSERT OR REPLACE INTO roots (root, mark) VALUES (?, ?)",
+                           (root, mark))
 
     def close(self) -> None:
         self._store.close()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.bindings import BindingError, Bindings, ProviderBinding
+from compiler.private import private_dir
 from compiler.secrets import redact_text, secret_values
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
 from reconciler.providers.base import state_dir
@@ -85,7 +86,7 @@ def _external(name: str, binding: ProviderBinding, workdir: Path) -> Transport:
     # External providers run in their own state folder, where they may keep state.
     home = state_dir(workdir, name)
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        private_dir(home)  # as a built-in's: its ledger, state and log are nobody else's
     except OSError as err:
         raise named_error(name, ErrorCode.UNAVAILABLE, f"cannot start: {err}") from None
     external = ExecTransport if binding.kind == "exec" else JsonLinesTransport

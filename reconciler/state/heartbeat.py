@@ -1,9 +1,11 @@
 """Keeps a lease alive while a long apply runs, and tells the apply when it was lost.
 
 The lease TTL stays short (a crashed runner frees the lock soon), while a background
-thread renews it every third of the TTL. A store that cannot be reached is retried until
-the lease would have run out; the apply calls ``check()`` between provider calls and
-stops once the lock is lost.
+thread renews it every third of the TTL, through the apply's own store (its connection,
+reopened by the store when lost, as for any call). A store that cannot be reached is
+retried until the lease would have run out; any other failure ends the heartbeat at once.
+The apply calls ``check()`` between provider calls and stops once the lock is lost: a
+heartbeat that stopped for any reason never lets a run go on without its lease.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 
-from reconciler.state.errors import LockLost, StateError
+from reconciler.state.errors import LockLost, StateError, store_failed
 from reconciler.state.store import Lock, StateStore
 
 
@@ -58,3 +60,7 @@ class Heartbeat:
                 if time.monotonic() - renewed >= self._ttl:
                     self.failure = err
                     return
+            except Exception as err:  # not the store's known failures: never beat on blind
+                self.failure = store_failed(self._store.label, "the lock's heartbeat "
+                                            f"failed: {type(err).__name__}: {err}")
+                return

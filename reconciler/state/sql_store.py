@@ -13,6 +13,7 @@ the store raises ``LockLost`` (XCE807) or XCE808 instead, so the apply stops.
 from __future__ import annotations
 
 import functools
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -24,9 +25,10 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import orjson
 
 from compiler.canonical import dumps_compact
-from reconciler.state import ledger
+from reconciler.state import inventory_counts, ledger
 from reconciler.state.dialect import Backend, Row
 from reconciler.state.errors import LockHeld, LockLost, StateError, epoch_moved, store_failed
+from reconciler.state.inventory_counts import InventoryCounts
 from reconciler.state.migrations import current_version, migrate
 from reconciler.state.store import (
     Applied,
@@ -68,6 +70,7 @@ _FINISH_WHEN = {
     OpStatus.SKIPPED: " AND run_id = ? AND status <> 'running'",
     OpStatus.RUNNING: " AND run_id = ? AND status = 'running'",
 }
+PLAN_KEY_BYTES = 32  # HMAC-SHA256's block-size-safe key length
 RECONNECT_S = 10.0  # how long to try to reopen a lost connection when no lease bounds it
 _PAUSE_S = (0.05, 1.0)  # first and longest pause between two attempts to reconnect
 
@@ -264,11 +267,19 @@ class SqlStore:
     @_reconnecting
     def _try_acquire(self, name: str, holder: Holder, ttl: float) -> Lock:
         with self._write() as now:
-            return self._take(name, holder, ttl, now)
+            lock = self._take(name, holder, ttl, now)
+        self._held(lock, holder, ttl)
+        return lock
+
+    def _held(self, lock: Lock, holder: Holder, ttl: float) -> None:
+        """Count a lock taken as held only once its transaction committed: a COMMIT cut off
+        took nothing, and the reconnect must not look for it."""
+        if lock.holder == holder.name:
+            self._hold(lock, ttl)
 
     def _take(self, name: str, holder: Holder, ttl: float, now: float) -> Lock:
         """Insert the lock, or take it over if it expired or is already ours; return the row
-        (in the caller's write transaction)."""
+        (in the caller's write transaction; the caller then calls ``_held``)."""
         self._execute(
             f"INSERT INTO locks ({_LOCK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
@@ -284,8 +295,6 @@ class SqlStore:
         )
         lock = self._lock(name)
         assert lock is not None  # inserted or kept in this very transaction
-        if lock.holder == holder.name:
-            self._hold(lock, ttl)
         return lock
 
     @_reconnecting
@@ -668,7 +677,9 @@ class SqlStore:
             lock = self._take(notification_lock(site), holder, ttl, now)
             if lock.holder != holder.name:
                 raise LockHeld(lock, self.label, 0.0)
-            return ledger.pending(self, site)
+            pending = ledger.pending(self, site)
+        self._held(lock, holder, ttl)
+        return pending
 
     def mark_notified(self, site: str, fingerprints: Iterable[str], at: datetime | None = None,
                       *, holder: str, digest: bool = False) -> int:
@@ -699,6 +710,7 @@ class SqlStore:
 
     # -- provider generations ----------------------------------------------------------
 
+    @_reconnecting
     def provider_generations(self, site: str) -> dict[str, int]:
         with self._transaction(write=False):
             rows = self._query(
@@ -712,6 +724,7 @@ class SqlStore:
     def accept_generation(self, site: str, provider: str, generation: int) -> None:
         self._put_generations(site, {provider: generation}, lower=True)
 
+    @_reconnecting
     def _put_generations(self, site: str, generations: Mapping[str, int], lower: bool) -> None:
         # one upsert decides, so two runners recording at once never lower the record
         keep = "" if lower else " WHERE excluded.generation > provider_generations.generation"
@@ -767,6 +780,44 @@ class SqlStore:
         with self._write():
             return sum(self._execute("DELETE FROM provision_attempts WHERE site = ? AND "
                                      "entry_id = ? AND instance = ?", *row) for row in rows)
+
+    # -- the key that signs saved plans (docs/plan.md, "Plan file") --------------------
+
+    @_reconnecting
+    def plan_key(self) -> bytes:
+        """This store's plan-signing key, drawn on first use (one per store, never changed);
+        only the first caller writes, and two at once keep the same (the insert's winner)."""
+        select = "SELECT key_hex FROM plan_signing_key WHERE name = 'plan'"
+        with self._transaction(write=False):
+            rows = self._query(select)
+        if not rows:
+            with self._write() as now:
+                self._execute("INSERT INTO plan_signing_key (name, key_hex, created) "
+                              "VALUES ('plan', ?, ?) ON CONFLICT (name) DO NOTHING",
+                              secrets.token_hex(PLAN_KEY_BYTES), now)
+                rows = self._query(select)
+        return bytes.fromhex(str(rows[0][0]))
+
+    # -- inventory counts --------------------------------------------------------------
+
+    @_reconnecting
+    def inventory_counts(self, site: str) -> dict[str, InventoryCounts]:
+        with self._transaction(write=False):
+            return inventory_counts.read(self, site)
+
+    @_reconnecting
+    def record_inventory_counts(self, site: str,
+                                counts: Mapping[str, Mapping[str, int]]) -> None:
+        if counts:
+            with self._write() as now:
+                inventory_counts.write(self, site, counts, now)
+
+    @_reconnecting
+    def done_since(self, run_prefix: str, actions: Sequence[str],
+                   since: datetime) -> list[tuple[str, str]]:
+        with self._transaction(write=False):
+            return inventory_counts.done_since(self, run_prefix, actions, since)
+
 
 def _padded(generation: int) -> str:
     """20 digits hold any generation (0 .. 2**64-1); padded, text order is number order."""

@@ -6,11 +6,14 @@ they talk to their database, never in what these records mean.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from reconciler.state.inventory_counts import InventoryCounts
 
 
 class OpStatus(StrEnum):
@@ -418,6 +421,28 @@ class StateStore(Protocol):
         """Forget the attempts of each entry (id -> the ``instance`` the plan saw recorded)
         whose host joined: only while the record is still the one seen, so a failure
         recorded since is kept. Returns how many records were forgotten."""
+        ...
+
+    # -- the key that signs saved plans (docs/plan.md, "Plan file") --------------------
+    def plan_key(self) -> bytes:
+        """The key this store signs its saved plans with (HMAC-SHA256), drawn once, on
+        first use; never printed: whoever reads it may sign plans for this store."""
+        ...
+
+    # -- inventory counts (docs/plan.md, "An inventory that shrank") -------------------
+    def inventory_counts(self, site: str) -> dict[str, InventoryCounts]:
+        """Per provider of ``site``: its entries per kind at the last trusted read."""
+        ...
+
+    def record_inventory_counts(self, site: str,
+                                counts: Mapping[str, Mapping[str, int]]) -> None:
+        """Each named provider's entries per kind now (the store's clock), replacing its last."""
+        ...
+
+    def done_since(self, run_prefix: str, actions: Sequence[str],
+                   since: datetime) -> list[tuple[str, str]]:
+        """(provider, entry id) of the journal's ops done with one of ``actions`` from
+        ``since`` on, by runs whose id starts with ``run_prefix``."""
         ...
 
     def close(self) -> None: ...

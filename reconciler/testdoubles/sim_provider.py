@@ -2,8 +2,10 @@
 license server, as an ``exec`` provider (one JSON request on stdin, one reply on stdout).
 
 It keeps its account in ``state.json`` in its working folder (the provider's state
-folder), honours op_id idempotency and epoch fencing like a real provider must, and
-marks every instance with the owner tag of the site that created it. Set
+folder) and answers through the in-process providers' skeleton
+(``reconciler.providers.base``): op_id idempotency, epoch fencing, and owner fencing —
+every instance carries the owner tag of the site that created it, and no other site's
+request changes it. Set
 ``XCE_SIM_FAIL=<verb>`` to make a verb fail with UNAVAILABLE (for failure drills).
 ``xce-sim-provider cloud --failover [--at T]``, run in that folder, stands for a proxy
 failover: from then on its inventory reports a new ``session`` since T (the settle window).
@@ -11,20 +13,31 @@ failover: from then on its inventory reports a new ``session`` since T (the sett
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import hashlib
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from compiler.cli_runner import UsageParser, run_cli
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
+from reconciler.providers.base import ProviderSkeleton, request_targets
+from reconciler.providers.opledger import fence, recorded
 
-CAPABILITIES = {"cloud": ["instance"], "license": ["license-borrow"]}
 STATE = Path("state.json")
+# Why the simulator offers none of the optional capabilities (docs/providers.md).
+UNSUPPORTED = {
+    "publish": "a simulated instance or borrowed license is not mounted anywhere",
+    "expand": "a simulated instance has the size its template gives it; a new size is an update",
+    "snapshot": "the simulator holds records of instances and licenses, nothing to copy",
+    "topology": "the simulated account has no racks or switches; site-config places the hosts",
+}
 
 
 def _load() -> dict[str, Any]:
@@ -40,90 +53,127 @@ def _save(state: dict[str, Any]) -> None:
     os.replace(tmp, STATE)
 
 
+@contextmanager
+def _locked() -> Iterator[dict[str, Any]]:
+    """The account, read and written under the state folder's lock; saved when done."""
+    with open(".lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = _load()
+        yield state
+        _save(state)
+
+
+class Account:
+    """The account file as the skeleton's ``Book``: op_ids with their fingerprints and
+    results (``ops``), the highest epoch, and the entries with their owner tags."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.state = state
+
+    def check_epoch(self, epoch: int) -> None:
+        if fence(epoch, int(self.state["epoch"])):
+            self.state["epoch"] = epoch
+
+    def replay(self, op_id: str, fingerprint: str) -> Mapping[str, Any] | None:
+        row = self.state["ops"].get(op_id)
+        known = (str(row[0]), str(row[1])) if isinstance(row, list) and len(row) == 2 else None
+        text = recorded(op_id, known, fingerprint)
+        return None if text is None else dict(json.loads(text))
+
+    def record(self, op_id: str, fingerprint: str, result: Mapping[str, Any]) -> None:
+        self.state["ops"][op_id] = [fingerprint, json.dumps(result)]
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A failed change leaves the account as it was (the epoch stays seen)."""
+        before = copy.deepcopy({k: self.state[k] for k in ("entries", "generation")})
+        try:
+            yield
+        except BaseException:
+            self.state.update(before)
+            raise
+
+
 def _entry(params: Any) -> dict[str, Any]:
-    entry = params.get("entry") if isinstance(params, dict) else None
-    if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+    entry = params.get("entry") if isinstance(params, Mapping) else None
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str):
         raise ProviderError(ErrorCode.INVALID_ARGUMENT, "params.entry with an 'id' is required")
-    return entry
+    return dict(entry)
 
 
-def _change(state: dict[str, Any], req: Request) -> dict[str, Any]:
-    entries: dict[str, Any] = state["entries"]
-    if req.verb == "delete":
-        ident = req.params.get("id") or _entry(req.params)["id"]
-        current = entries.get(ident)
-        if current is None:
-            raise ProviderError(ErrorCode.NOT_FOUND, f"{ident} does not exist")
-        if current.get("owner") != req.owner:
-            raise ProviderError(ErrorCode.FAILED_PRECONDITION, f"{ident} belongs to another owner")
-        del entries[ident]
-        return {"id": ident, "deleted": True}
-    entry = dict(_entry(req.params))
-    if req.verb == "create" and entry["id"] in entries:
-        raise ProviderError(ErrorCode.ALREADY_EXISTS, f"{entry['id']} already exists")
-    if req.verb == "update" and entry["id"] not in entries:
-        raise ProviderError(ErrorCode.NOT_FOUND, f"{entry['id']} does not exist")
-    entry["owner"] = req.owner
-    entry["state"] = "available"
-    spec = dict(entry.get("spec") or {})
-    spec.setdefault("instance_id", "i-" + hashlib.sha256(entry["id"].encode()).hexdigest()[:12])
-    spec["since"] = int(time.time())
-    entry["spec"] = spec
-    entries[entry["id"]] = entry
-    return {"entry": entry}
+class Simulator(ProviderSkeleton[Account]):
+    """The simulated account through the one provider skeleton: epoch, op_id replay and
+    owner fencing as every in-process provider has them."""
+
+    unsupported: ClassVar[Mapping[str, str]] = UNSUPPORTED
+
+    def __init__(self) -> None:
+        super().__init__(f"sim-{self.kind}", None, Path.cwd())  # it takes no params
+
+    @contextmanager
+    def book(self) -> Iterator[Account]:
+        with _locked() as state:
+            yield Account(state)
+
+    def holder(self, book: Account, entry_id: str) -> str | None:
+        current = book.state["entries"].get(entry_id)
+        return (current.get("owner") or None) if isinstance(current, dict) else None
+
+    def change(self, book: Account, request: Request) -> dict[str, Any]:
+        entries: dict[str, Any] = book.state["entries"]
+        book.state["generation"] += 1
+        if request.verb == "delete":
+            named = request_targets(request.params)
+            ident = named[0] if named else "params.id"
+            if ident not in entries:
+                raise ProviderError(ErrorCode.NOT_FOUND, f"{ident} does not exist")
+            del entries[ident]
+            return {"id": ident, "deleted": True}
+        entry = _entry(request.params)
+        if request.verb == "create" and entry["id"] in entries:
+            raise ProviderError(ErrorCode.ALREADY_EXISTS, f"{entry['id']} already exists")
+        if request.verb == "update" and entry["id"] not in entries:
+            raise ProviderError(ErrorCode.NOT_FOUND, f"{entry['id']} does not exist")
+        entry.update(owner=request.owner or None, state="available")
+        spec = dict(entry.get("spec") or {})
+        spec.setdefault("instance_id", "i-" + hashlib.sha256(entry["id"].encode()).hexdigest()[:12])
+        # when it was made, to the microsecond: it names the instance (planner/backoff), and
+        # a test's instances come and go within a second, where a real cloud's are minutes apart
+        spec["since"] = time.time()
+        entry["spec"] = spec
+        entries[entry["id"]] = entry
+        return {"entry": entry}
+
+    def inventory_result(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        with _locked() as state:
+            return {"generation": state["generation"], "complete": True,
+                    "entries": sorted(state["entries"].values(), key=lambda e: e["id"]),
+                    **({"session": state["session"]} if "session" in state else {})}
+
+    def capacity(self, params: Mapping[str, Any]) -> dict[str, int]:
+        return {"total": 0, "used": 0, "free": 0}
+
+    def close(self) -> None:
+        pass
+
+
+class CloudSimulator(Simulator):
+    kind = "cloud"
+    capabilities = ("instance",)
+
+
+class LicenseSimulator(Simulator):
+    kind = "license"
+    capabilities = ("license-borrow",)
+
+
+SIMULATORS: dict[str, type[Simulator]] = {"cloud": CloudSimulator, "license": LicenseSimulator}
 
 
 def handle(kind: str, req: Request) -> Reply:
     if os.environ.get("XCE_SIM_FAIL") == req.verb:
         raise ProviderError(ErrorCode.UNAVAILABLE, f"simulated outage of {req.verb}")
-    with open(".lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        state = _load()
-        if req.verb == "info":
-            return Reply.success(
-                {
-                    "name": f"sim-{kind}",
-                    "version": "1",
-                    "capabilities": CAPABILITIES[kind],
-                    "verbs": [
-                        "info",
-                        "probe",
-                        "inventory",
-                        "create",
-                        "update",
-                        "delete",
-                        "capacity",
-                    ],
-                }
-            )
-        if req.verb == "probe":
-            return Reply.success({"ready": True})
-        if req.verb == "capacity":
-            return Reply.success({"total": 0, "used": 0, "free": 0})
-        if req.verb == "inventory":
-            return Reply.success(
-                {
-                    "generation": state["generation"],
-                    "complete": True,
-                    "entries": sorted(state["entries"].values(), key=lambda e: e["id"]),
-                    **({"session": state["session"]} if "session" in state else {}),
-                }
-            )
-        if req.verb not in ("create", "update", "delete"):
-            raise ProviderError(ErrorCode.INVALID_ARGUMENT, f"unknown verb {req.verb!r}")
-        if req.epoch < state["epoch"]:
-            raise ProviderError(
-                ErrorCode.ABORTED, f"stale epoch {req.epoch} (current {state['epoch']})"
-            )
-        state["epoch"] = req.epoch
-        if req.op_id and req.op_id in state["ops"]:
-            return Reply.from_json(state["ops"][req.op_id])
-        reply = Reply.success(_change(state, req))
-        if req.op_id:
-            state["ops"][req.op_id] = reply.to_json()
-        state["generation"] += 1
-        _save(state)
-        return reply
+    return SIMULATORS[kind]().handle(req)
 
 
 def failover(at: float) -> dict[str, Any]:
@@ -141,7 +191,7 @@ def failover(at: float) -> dict[str, Any]:
 def _parser() -> UsageParser:
     p = UsageParser(prog="xce-sim-provider", description=__doc__.split("\n\n")[0] if __doc__
                     else None)
-    p.add_argument("kind", nargs="?", default="cloud", choices=sorted(CAPABILITIES),
+    p.add_argument("kind", nargs="?", default="cloud", choices=sorted(SIMULATORS),
                    help="what it stands in for: a cloud account (instances) or a license "
                    "server (borrowed licenses); default: cloud")
     p.add_argument("--failover", action="store_true",

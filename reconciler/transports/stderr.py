@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from compiler.private import FILE_MODE, private_dir
 from compiler.secrets import redact_text, secret_values
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.transports.base import named_error
@@ -28,7 +29,7 @@ from reconciler.transports.process import spawn
 
 MAX_LINE = 1 << 20  # bytes of one line; a longer one is dropped
 LOG_LIMIT = 16 << 20  # bytes of stderr.log before it moves to stderr.log.1
-LOG_MODE = 0o600
+LOG_MODE = FILE_MODE
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -36,7 +37,7 @@ def open_log(provider: str, path: Path) -> int:
     """The log's descriptor, owner-only whatever mode the file had; UNAVAILABLE otherwise."""
     fd = -1
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         fd = os.open(path, _FLAGS, LOG_MODE)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file")

@@ -20,7 +20,7 @@ import pytest
 from compiler.supply_map import Entry, SupplyMap
 from reconciler.apply import ApplyOptions, ApplyReport, FreshPlan, RetryPolicy, apply
 from reconciler.pipeline import STATE_FILE, Desired, gather, load_desired, plan_for
-from reconciler.plan.file import SavedPlan, save_plan
+from reconciler.plan.file import SavedPlan, Seal, save_plan
 from reconciler.plan.model import Plan
 from reconciler.plan.origin import origin_here
 from reconciler.state import StateStore
@@ -66,6 +66,7 @@ def volume_site(volumes: int = 2, users: int = 3) -> list[Entry]:
 class Site:
     root: Path
     target: Target
+    planned_at: float = 0.0  # the clock of the last plan made (a saved plan records it)
 
     @property
     def home(self) -> Path:
@@ -154,17 +155,20 @@ class Site:
 
     def plan(self, *, destroy: bool = False) -> Plan:
         desired = self.desired()
-        return plan_for(desired, gather(desired, self.workdir), now=time.time(), destroy=destroy,
-                        force=True)
+        self.planned_at = time.time()
+        return plan_for(desired, gather(desired, self.workdir), now=self.planned_at,
+                        destroy=destroy, force=True)
 
     def save(self, plan: Plan, *, destroy: bool = False) -> Path:
-        """Saved as xce-plan --desired FILE --state URL saves it (``cli_args``)."""
+        """Saved as xce-plan --desired FILE --state URL saves it (``cli_args``): signed
+        with the store's key, at the clock of the last plan made."""
         path = self.root / "plan.json"
         with self.store() as store:
             origin = origin_here(None, self.desired_file, self.workdir,
                                  existed=self.workdir.is_dir(), beside=False, store=store,
                                  default_store=self.workdir / STATE_FILE, option=self.target.url)
-        save_plan(path, plan, destroy=destroy, origin=origin)
+            seal = Seal(store.plan_key(), self.planned_at or time.time())
+        save_plan(path, plan, destroy=destroy, origin=origin, seal=seal)
         return path
 
     @contextmanager

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -22,8 +23,11 @@ from reconciler.apply import FreshPlan, RetryPolicy
 from reconciler.cli import map as map_cli
 from reconciler.pipeline import gather, plan_for, recorded_attempts
 from reconciler.plan.model import Action, Plan
+from reconciler.planner.backoff import instance_identity
+from reconciler.protocol import Request
 from reconciler.providers.base import state_dir
 from reconciler.state import ProvisionAttempts
+from reconciler.testdoubles.sim_provider import handle
 from tests.apply.conftest import OWNER, Site
 
 DEADLINE = 60  # seconds the host may take to join
@@ -98,11 +102,17 @@ def fail_attempt(burst: Burst, attempt: int) -> None:
 
 
 def provision_again(burst: Burst, later: float, attempt: str) -> None:
+    """A new instance, which its release will count as a failure of its own: it is told
+    from the one released before, even when both were made within one second (a cloud's
+    instances are minutes apart; a test's are not — the cause of a flaky count)."""
     plan = burst.plan(later)
     create = only(plan)
     assert create.id == f"create:{INSTANCE}" and attempt in create.reason, create.reason
     assert burst.apply(plan) == "applied"
     assert burst.instance_live()
+    desired = burst.site.desired()
+    made = gather(desired, burst.site.workdir).supply.entries[INSTANCE]
+    assert instance_identity(made) != burst.attempts()[INSTANCE].instance
 
 
 @pytest.fixture
@@ -167,3 +177,21 @@ def test_a_new_template_is_tried_at_once_and_the_count_forgotten(burst: Burst) -
     assert INSTANCE in plan.attempts_reset
     assert burst.apply(plan) == "applied"
     assert burst.attempts() == {}
+
+
+def test_instances_made_within_one_second_are_told_apart(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cause of a flaky count: the simulated cloud stamped ``since`` in whole seconds, so
+    an instance made, released and made again within one second (as this file's tests do,
+    on an idle machine) was the same instance to the backoff: its release counted the
+    previous attempt again. The real cloud's instances are a join deadline apart."""
+    monkeypatch.chdir(tmp_path)  # the simulator keeps its account in its working folder
+    entry = {"id": INSTANCE, "kind": "instance", "state": "available", "source": "provisioned",
+             "provider": "cloud", "spec": {"template": "t1"}}
+    made = []
+    for n in (1, 2):
+        reply = handle("cloud", Request("create", f"create-{n}", 1, OWNER, {"entry": entry}))
+        made.append(Entry.from_json(reply.result["entry"]))
+        assert handle("cloud", Request("delete", f"delete-{n}", 1, OWNER,
+                                       {"id": INSTANCE, "entry": entry})).ok
+    assert instance_identity(made[0]) != instance_identity(made[1])

@@ -1,5 +1,10 @@
 """A long apply rides out dropped PostgreSQL connections, and stops if it may have been
-superseded meanwhile (issue 8 §8).
+superseded meanwhile (issue 8 §8, issue 19 §6).
+
+The backend is ended at every phase boundary of an apply (the lock, the epoch, recovery,
+the staleness check's inventory, the run's start, the journal, the applied record, the
+release, the heartbeat's renewal), twice in a row each, so the reconnect itself is cut too:
+driven by the statements the store sends, never by timing.
 
 The server ends the apply's backend (``pg_terminate_backend`` from a second connection,
 as a failover or a pooler restart does) several times at random points of a REAL
@@ -14,22 +19,29 @@ import json
 import os
 import random
 import secrets
+import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
 
 import reconciler.cli.plan as plan_cli
+from reconciler.apply import ApplyOptions, ApplyReport, FreshPlan, apply
 from reconciler.apply.locking import lock_name
-from reconciler.state import Holder, OpStatus, StateStore
-from tests.apply.conftest import Site
+from reconciler.plan.file import SavedPlan
+from reconciler.state import Holder, OpStatus, RunStatus, StateStore
+from reconciler.state.postgres_backend import PostgresBackend
+from reconciler.state.sql_store import SqlStore
+from reconciler.state.urls import PostgresTarget, parse_target
+from tests.apply.conftest import FAST_RETRY, Site, volume_site
 from tests.apply.crashing import Crashing, example_site, exec_site, start_apply
 from tests.state.targets import Target, with_options
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = pytest.mark.postgres
 
 SEED = int(os.environ.get("XCE_CRASH_SEED") or random.randrange(1 << 32))
 THIEF = Holder("ci@runner-9:99/ffff", "runner-9")
@@ -73,6 +85,7 @@ def finished(crashing: Crashing, site: Site, digest: str, ops: set[str]) -> None
     assert plan_cli.main(crashing.plan_argv) == 0
 
 
+@pytest.mark.slow
 def test_a_dropped_connection_does_not_stop_a_long_apply(
         pg_site: Site, pg_target: Target, pg_admin: Admin, app_name: str) -> None:
     print(f"XCE_CRASH_SEED={SEED}")
@@ -95,6 +108,7 @@ def test_a_dropped_connection_does_not_stop_a_long_apply(
     finished(crashing, pg_site, digest, ops)
 
 
+@pytest.mark.slow
 def test_an_apply_cut_off_while_another_took_over_stops_and_resumes_later(
         pg_site: Site, pg_target: Target, pg_admin: Admin, app_name: str) -> None:
     """Cut off while its lease was taken over (it expired, or an operator forced it), the
@@ -124,3 +138,128 @@ def test_an_apply_cut_off_while_another_took_over_stops_and_resumes_later(
     rerun.communicate(timeout=120)
     assert rerun.returncode == 0, f"seed {SEED}: {log.read_text()[-3000:]}"
     finished(crashing, pg_site, digest, ops)
+
+
+# every store method an apply calls, by phase; each must ride out its backend's end
+PHASES = {
+    "lock": ("acquire", "next_epoch"),
+    "recovery": ("in_doubt", "runs"),
+    "inventory": ("provider_generations", "record_generations"),
+    "run start": ("done_op_ids", "start_run"),
+    "journal": ("journal_add", "journal_start", "journal_finish"),
+    "applied record": ("finish_run", "set_applied"),
+    "release": ("release",),
+    "heartbeat": ("renew",),
+}
+CUTS = 2  # per method: the second one ends the reconnect's own check
+LEASE_S = 10.0  # as in the issue: renewed every 3.3 s, enough for a busy machine's reconnects
+
+
+class Severing(PostgresBackend):
+    """Ends its own server backend (as a failover or an admin does) right before a chosen
+    statement of each store method named in ``cuts``: that statement then meets a dead
+    connection. The method is told per thread by ``Phased`` (the heartbeat has its own)."""
+
+    def __init__(self, target: PostgresTarget, end: Callable[[], bool], at: str,
+                 methods: Mapping[str, int]) -> None:
+        super().__init__(target)
+        self.end, self.at, self.left = end, at, dict(methods)
+        self.method = threading.local()
+        self.severed: Counter[str] = Counter()
+        self.cut = threading.Event()  # set at each cut, for a test waiting on one
+
+    def execute(self, sql: str, params: Any = ()) -> int:
+        method = getattr(self.method, "name", None)
+        if method and self.left.get(method, 0) > 0 and sql.startswith(self.at) and self.end():
+            self.left[method] -= 1
+            self.severed[method] += 1
+            self.cut.set()
+        return super().execute(sql, params)
+
+
+class Phased:
+    """The store as the apply sees it, telling the backend which method each thread is in."""
+
+    def __init__(self, store: SqlStore, backend: Severing) -> None:
+        self._store, self._backend = store, backend
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._store, name)
+        if name.startswith("_") or not callable(found):
+            return found
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            local = self._backend.method
+            outer = getattr(local, "name", None)
+            local.name = outer or name  # a method's own inner calls count as it
+            try:
+                return found(*args, **kwargs)
+            finally:
+                local.name = outer
+
+        return call
+
+
+def ender(admin: Admin, app_name: str) -> Callable[[], bool]:
+    """End the backend under ``app_name`` and wait until it is gone (at most 5 s); False
+    when there is none (the store's connection is already lost)."""
+    def end() -> bool:
+        ended = admin.execute("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
+                              "WHERE application_name = %s", (app_name,)).fetchall()
+        return ended == [(True,)]
+    return end
+
+
+@pytest.mark.parametrize(("at", "source"), [("BEGIN", "saved plan"), ("COMMIT", "auto-approve")])
+def test_a_backend_ended_at_every_phase_boundary_never_ends_the_apply(
+        pg_site: Site, pg_admin: Admin, app_name: str, source: str, at: str) -> None:
+    """Issue 19 §6: one phase (the inventory the staleness check records) ended the run with
+    XCE802 instead of reconnecting. A call held in the provider waits until the heartbeat's
+    renewal was cut too, so every phase is cut in every run, whatever the machine's speed."""
+    pg_site.write(volume_site(volumes=1, users=2))
+    pg_site.configure(hold=["volume-dir/v1/u01"])
+    plan = pg_site.plan()
+    pg_site.save(plan)  # the store exists, with its origin, as xce-plan --out leaves it
+    methods = {m: CUTS for names in PHASES.values() for m in names}
+    target = parse_target(pg_site.target.url)
+    assert isinstance(target, PostgresTarget)
+    backend = Severing(target, ender(pg_admin, app_name), at, methods)
+    store = SqlStore(backend)
+    released = threading.Thread(target=lambda: (_renewed(backend), pg_site.let_go()))
+    released.start()
+    try:
+        chosen = SavedPlan(plan, False) if source == "saved plan" else FreshPlan()
+        report = apply_with(pg_site, chosen, cast(StateStore, Phased(store, backend)))
+    finally:
+        pg_site.let_go()
+        released.join()
+        store.close()
+    assert report.stopped is None, report.stopped
+    assert report.result == "applied", [o.message for o in report.outcomes if not o.ok]
+    assert sorted(pg_site.executed()) == sorted(a.entry for a in plan.actions)
+    missed = {phase: [m for m in names if backend.severed[m] < CUTS]
+              for phase, names in PHASES.items()}
+    assert not any(missed.values()), f"phases never cut: {missed}"
+    (notice,) = [n for n in report.notices if n.code == "XCE828"]
+    assert "lost and opened again" in notice.message  # the release's come after the report
+    with pg_site.store() as after:
+        assert after.get_lock(lock_name("test")) is None
+        run = after.get_run(report.run_id or "")
+        assert run is not None and run.status is RunStatus.SUCCEEDED
+        assert after.get_applied("test") is not None
+
+
+def _renewed(backend: Severing) -> None:
+    """Wait until the heartbeat's renewal was cut as often as planned (or 30 s passed)."""
+    deadline = time.monotonic() + 30
+    while backend.severed["renew"] < CUTS and time.monotonic() < deadline:
+        backend.cut.wait(0.1)
+        backend.cut.clear()
+
+
+def apply_with(site: Site, source: SavedPlan | FreshPlan, store: StateStore) -> ApplyReport:
+    """Apply in this process with a short lease, so the heartbeat renews its lease while
+    the call held in the provider waits."""
+    return apply(site.desired(), source, store, site.workdir,
+                 ApplyOptions(retry=FAST_RETRY, lock_ttl=LEASE_S))
+

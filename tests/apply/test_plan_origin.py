@@ -176,16 +176,19 @@ def test_a_store_that_does_not_exist_is_not_made(here: Path,
     assert not (here / "new.sqlite").exists()
 
 
-def test_a_plan_made_before_any_store_applies_only_with_the_default(
+def test_a_plan_made_before_any_store_makes_the_default_and_applies_only_there(
         here: Path, capsys: pytest.CaptureFixture[str], target: Target,  # noqa: F811
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """xce-plan creates no store; its plan names the default file the apply will make."""
+    """xce-plan --out makes the default store, whose key signs the plan (a plain xce-plan
+    still makes none); the plan names that store and applies only there."""
+    assert plan_cli.main(["site"]) == 2 and not (here / "site/.xce/state.sqlite").exists()
     assert _plan(capsys)[0] == 2
+    assert (here / "site/.xce/state.sqlite").exists()
     monkeypatch.setenv("XCE_STATE_URL", target.url)
     code, _, err = _apply(capsys, "plan.json")
     assert code == 1
     _only_problem(err, "XCE768")
-    assert "no state store (the default site/.xce/state.sqlite did not exist yet)" in err
+    assert "against site/.xce/state.sqlite (store " in err
     monkeypatch.delenv("XCE_STATE_URL")
     assert _apply(capsys, "plan.json")[0] == 0
 

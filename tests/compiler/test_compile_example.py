@@ -55,7 +55,8 @@ def test_output_is_byte_identical_whatever_the_file_order(
 ) -> None:
     first = _compile(example_site, tmp_path / "a")
     original = compile_mod.find_yaml_files
-    monkeypatch.setattr(compile_mod, "find_yaml_files", lambda root: original(root)[::-1])
+    monkeypatch.setattr(compile_mod, "find_yaml_files",
+                        lambda root, problems: original(root, problems)[::-1])
     second = _compile(example_site, tmp_path / "b")
     assert first == second
 

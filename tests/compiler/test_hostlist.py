@@ -109,6 +109,9 @@ def test_repeats_are_counted_and_named(
         ("cn01 cn02", "syntax", 4),
         (f"a[{MAX_NUMBER + 1}]", "syntax", 2),
         ("cn[1-2]z[3-4],x[5-3]", "descending", 16),
+        # as Slurm: more than MAX_RANGE values (repeats counted) in a bracket before another
+        (f"a[1-40000,40001-{MAX_RANGE + 1}][1]", "too-large", 1),
+        (f"x,a[1-{MAX_RANGE},7]b[1]", "too-large", 3),
     ],
 )
 def test_errors_say_why_and_where(expr: str, reason: str, offset: int) -> None:
@@ -120,6 +123,12 @@ def test_errors_say_why_and_where(expr: str, reason: str, offset: int) -> None:
 
 def test_largest_allowed_range() -> None:
     assert len(expand(f"n[1-{MAX_RANGE}]")) == MAX_RANGE
+
+
+def test_only_the_last_bracket_holds_more_than_a_range() -> None:
+    """Slurm's rule: the last bracket of a term may hold several full ranges."""
+    assert parse(f"a[1][1-40000,40001-{MAX_RANGE + 1}]").written == MAX_RANGE + 1
+    assert parse(f"a[1-40000,40001-{MAX_RANGE}][1]").written == MAX_RANGE
 
 
 def test_largest_allowed_product_is_counted_not_expanded() -> None:

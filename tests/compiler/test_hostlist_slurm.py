@@ -90,6 +90,10 @@ BOTH_ACCEPT = [
     "cn[1-3,2]",
     f"a[1-{MAX_RANGE}]",
     "a[9223372036854775806-9223372036854775807]",
+    # a bracket before another holds at most MAX_RANGE values; the last one may hold more
+    f"a[1-40000,40001-{MAX_RANGE}][1]",
+    f"a[1][1-40000,40001-{MAX_RANGE + 1}]",
+    f"a[1-2]b[1-40000,40001-{MAX_RANGE + 1}]",
 ]
 # The compiler's one extension: text after the last bracket (Slurm 22.05 refuses it).
 ONLY_THE_COMPILER = ["gpu[01-02]-ib", "a[1-2]b[1-2]c", "[1-2]a", "cn[0-1]z,login1"]
@@ -107,7 +111,10 @@ ONLY_SLURM = [
     "a[1-2",  # an unclosed bracket (Slurm: the name "a]")
     "a[99999999999999999999]",  # Slurm clamps it to 18446744073709551615
 ]
-NEITHER = ["n[5-3]", "a[]", f"a[1-{MAX_RANGE + 1}]", "a[1[2]]", "a[-1]", "a[1-2-3]", "a[1,,2]"]
+NEITHER = ["n[5-3]", "a[]", f"a[1-{MAX_RANGE + 1}]", "a[1[2]]", "a[-1]", "a[1-2-3]", "a[1,,2]",
+           # more than MAX_RANGE values (repeats counted) in a bracket that another follows
+           f"a[1-40000,40001-{MAX_RANGE + 1}][1]", f"a[1-30000,1-{MAX_RANGE - 29999}]b[1]",
+           f"x,a[1-{MAX_RANGE},7][1]"]
 
 
 @pytest.mark.parametrize("expr", BOTH_ACCEPT)

@@ -2,8 +2,9 @@
 
 Every file goes through both: the compiler's per-file stages, and the schema that
 ``xce-compile --schema`` prints (jsonschema, draft-07 as the schema declares and 2020-12,
-which must agree). The schema sees what the compiler's own loader reads (YAML 1.2: ``yes``
-is text, ``0700`` the number 700, ``2024-01-01`` a date). Per file:
+which must agree). The schema sees what the compiler's own loader reads, YAML 1.2's core
+schema as an editor reads it: ``yes``, ``1_000``, ``0b101`` and ``2024-01-01`` are text,
+``0700`` the number 700. Per file:
 
 - a file the schema rejects has a per-file error in the compiler, and
 - each per-file error of the compiler has a schema error at its place (the same YAML path,
@@ -316,14 +317,16 @@ SPELLINGS = [
     ),
     *_spellings(
         _GROUP.replace("{v}", "counters: {{mem: {v}}}"), "host_groups.0.counters.mem",
-        ok=["64", "0", "512GiB", "'64'"], bad=["-1", "true", "1.5", "x", "null", "[64]"],
+        ok=["64", "0", "512GiB", "'64'"],
+        bad=["-1", "true", "1.5", "x", "null", "[64]", "1_000", "0b1", "2024-01-01"],
         beyond={"64.0": FLOAT},
     ),
     *_spellings(
         "version: 1\npools:\n  licenses:\n    - name: l\n      amount: {v}\n",
         "pools.licenses.0.amount",
-        ok=["0", "16", "9223372036854775807", "0x10", "0o20"],
-        bad=["-1", "'16'", "true", "9223372036854775808", "16.5", "null", "16 seats"],
+        ok=["0", "16", "9223372036854775807", "0x10", "0o20", "+16"],
+        bad=["-1", "'16'", "true", "9223372036854775808", "16.5", "null", "16 seats", "1_000",
+             "0b10000", "0x_10", "020_0", "1:20"],
         beyond={"16.0": FLOAT, "1e1": FLOAT},
     ),
     *_spellings(
@@ -418,8 +421,9 @@ SPELLINGS = [
     ),
     *_spellings(
         _DATASET, "datasets.0.version",
-        ok=["3", "2024", "p14", "'3.10'", "0", "2024-06", "'2024-06-01'"],
-        bad=["3.10", "a@b", "../x", "-1", "true", "2024-06-01", "null", "'.x'"],
+        ok=["3", "2024", "p14", "'3.10'", "0", "2024-06", "'2024-06-01'", "2024-06-01",
+            "2024-06-01T10:00:00Z", "1_000"],
+        bad=["3.10", "a@b", "../x", "-1", "true", "null", "'.x'", "!!timestamp 2024-06-01"],
         beyond={"3.0": FLOAT},
     ),
     *_spellings(
@@ -432,10 +436,11 @@ SPELLINGS = [
         _EXEC.replace("{v}", "params: {v}"), "providers.0.params",
         ok=["{password: env:X}", "{password: true}", "{password: null}", "{author: bob}",
             "{db_pass: file:/x}", "{public_key: abc}", "{nested: {apiKey: env:K}}",
-            "{key: 5}", "{bypass: 1}", "{tokens: [env:A, env:B]}", "{x: [1, 2.5, null, {y: z}]}"],
+            "{key: 5}", "{bypass: 1}", "{tokens: [env:A, env:B]}", "{x: [1, 2.5, null, {y: z}]}",
+            "{x: 2024-01-01}", "{'<<': x}"],
         bad=["{password: hunter2}", "{apiKey: abc}", "{auth: {user: bob}}", "{tokens: [abc]}",
              "{secret: 5}", "{API_KEY: x}", "{x: {clientSecret: s}}", "{x: .inf}",
-             "{x: 2024-01-01}", "{1: x}", "[1]"],
+             "{1: x}", "[1]", "{x: !!binary aGk=}", "{x: !!set {a}}", "{<<: {x: 1}}"],
     ),
     *_spellings(
         _DIRECTORY.replace("{v}", "params: {{quota_backend: command, quota_command: {v}}}"),
@@ -485,7 +490,9 @@ SPELLINGS = [
         bad=["version: 1\nhost_groups: {}\n", "version: 1\nsite:\n", "version: '1'\n",
              "version: 2\n", "version: 0\n", "[]\n", "", "version: 1\nhost_group: []\n",
              "version: 1\npools: []\n", "version: 1\npools: {license: []}\n", "version: true\n",
-             "host_groups: []\n", "version: 1\n7: x\n"],
+             "host_groups: []\n", "version: 1\n7: x\n", "%YAML 1.1\n---\nversion: 1\n",
+             "%YAML 1.3\n---\nversion: 1\n", "version: 1\n<<: {site: {name: t}}\n",
+             "version: !!int 1_0\n"],
     ),
     *_spellings("version: {v}\n", "version", ok=["1"], bad=["'1'"], beyond={"1.0": FLOAT}),
     *_spellings(
@@ -511,10 +518,9 @@ SPELLINGS = [
     *_spellings(
         "version: 1\npolicy:\n  waivers:\n    - {{name: w, guardrail: g, role: r, opcodes: [x], "
         "reason: why, expires: {v}}}\n",
-        "policy.waivers.0.expires", ok=[], bad=[],
-        beyond={"'2027-02-30'": "a date that is not in the calendar: the schema checks the form",
-                "2027-06-30 10:00:00": "a date with a time: JSON has no dates, so the schema "
-                "lets any value that is not JSON through (an editor sees text)"},
+        "policy.waivers.0.expires", ok=["2027-06-30", "'2027-06-30'"],
+        bad=["2027-06-30 10:00:00", "!!timestamp 2027-06-30"],
+        beyond={"'2027-02-30'": "a date that is not in the calendar: the schema checks the form"},
     ),
 ]
 

@@ -128,8 +128,11 @@ def test_console_script_with_default_site_folder(tmp_path: Path) -> None:
             cwd=tmp_path, capture_output=True, text=True, check=False,
         )
 
+    (tmp_path / "site-config").mkdir()  # the site is found there (compiler/site_locate.py)
+    (tmp_path / "site-config" / "site.yaml").write_text("version: 1\nsite: {name: east}\n")
     joined = xce("report", "join", "gn[1-3]", "--at", AT)
     assert joined.returncode == 0, joined.stderr
+    assert "site: site-config/ (found in the current folder)" in joined.stderr
     assert (tmp_path / "site-config/.xce/providers/controller/map.sqlite").is_file()
     shown = xce("show", "--format", "json")
     entries = orjson.loads(shown.stdout)["entries"]

@@ -12,7 +12,6 @@ canary) appears in no output, message, file or ledger row.
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from email import policy
@@ -238,13 +237,12 @@ def test_a_failed_send_marks_nothing_and_the_next_run_sends_it(
     inbox = Inbox(CANARY)
     with server(inbox, certificate) as port:
         mailing.configure(notify_yaml(port, tls, certificate, login=tls != "none"))
-        started = time.monotonic()
         run = mailing.run()
-        took = time.monotonic() - started
     assert run.code == 1, run.err
     assert f"SMTP server 127.0.0.1:{port}: error[{code}]: " in run.err
     assert why in run.err and "Traceback" not in run.err, run.err
-    assert took < 10  # the 1 s timeout, not smtplib's default of none
+    # "never answers" names the site's 1 s timeout: smtplib's default (none) would hang here,
+    # and a wall-clock bound would only fail a correct program on a busy machine
     assert mailing.pending() == 7 and not inbox.received
     good = Inbox(CANARY)
     with smtp_server(good, "starttls", certificate) as port:

@@ -33,6 +33,9 @@ def test_map_file_deleted_after_apply_is_refused(
     assert plan["actions"] == [] and plan["summary"]["unknown"] == 26  # nothing recreated
     assert "XCE714" in err and "generation 0, lower than generation 26" in err
     assert plan_cli.main([*args, "--accept-generation", "controller"]) == 1
+    assert "XCE716" in capsys.readouterr().err  # its generation accepted, its loss is not
+    assert plan_cli.main([*args, "--accept-generation", "controller", "--accept-shrink",
+                          "controller"]) == 1
     assert "XCE753" in capsys.readouterr().out  # accepted: the guard, named in the plan output
     assert plan_cli.main(args) == 1  # the accepted generation is the record now
     assert "XCE714" not in capsys.readouterr().err

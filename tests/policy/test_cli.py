@@ -49,8 +49,10 @@ def test_compile_without_a_site_and_with_a_missing_explicit_site(
 ) -> None:
     repo = PolicyRepo(tmp_path / "repo", with_policies=False)
     (repo.path / "policies").symlink_to(ROOT / "policies")
-    assert main(["compile", "--repo", str(repo.path)]) == 0  # default site-config: optional
-    assert json.loads((repo.path / "build" / "allowlists.json").read_text())["proxies"] == {}
+    # no site at the top nor in site-config/: refused, never allowlists without the site's
+    assert main(["compile", "--repo", str(repo.path)]) == 1
+    assert "error[XCE030]" in capsys.readouterr().err
+    assert not (repo.path / "build").exists()
     assert main(["compile", "--repo", str(repo.path), "--site", "sites/east"]) == 1
     assert "XCE662" in capsys.readouterr().err
 

@@ -150,6 +150,14 @@ def notes_subject(kind: str) -> Callable[[Path], Subject]:
     return make
 
 
+def sim_subject(tmp_path: Path) -> Subject:
+    """The cloud simulator (``xce-sim-provider``), the test double the example site binds."""
+    command = [sys.executable, "-m", "reconciler.testdoubles.sim_provider", "cloud"]
+    t = open_provider("sim-cloud", {"kind": "exec", "command": command, "timeout": 30}, tmp_path)
+    return Subject("sim-cloud", t, lambda i: {"id": f"instance/i{i}", "kind": "instance",
+                                              "source": "provisioned"})
+
+
 # The conformance suite runs against every provider listed here (one line per provider).
 SUBJECTS: dict[str, Callable[[Path], Subject]] = {
     "directory": directory_subject,
@@ -157,4 +165,5 @@ SUBJECTS: dict[str, Callable[[Path], Subject]] = {
     "controller-map": controller_map_subject,
     "exec": notes_subject("exec"),
     "jsonl": notes_subject("jsonl"),
+    "sim": sim_subject,
 }

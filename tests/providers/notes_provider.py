@@ -1,10 +1,11 @@
 """A small external provider for the tests: holds ``note/<name>`` entries in a JSON file.
 
 It speaks the provider protocol the way docs/providers.md tells an exec or JSON-lines
-provider to: op_id dedupe, epoch fencing, a generation that grows with each new
-snapshot, secrets resolved by itself from references, and of the optional capabilities
-``topology``: a note is made at one of its ``PLACES`` that the request's topology allows,
-and reported there (``attributes.topology``); the others it refuses as UNIMPLEMENTED.
+provider to: op_id dedupe, epoch fencing, owner fencing (a note another site made is never
+changed), a generation that grows with each new snapshot, secrets resolved by itself from
+references, and of the optional capabilities ``topology``: a note is made at one of its
+``PLACES`` that the request's topology allows, and reported there
+(``attributes.topology``); the others it refuses as UNIMPLEMENTED.
 ``--mode`` makes it misbehave (hang, crash, lie) so the transports and the live map can be
 tested against it.
 """
@@ -126,6 +127,12 @@ class Notes:
         entry_id = params.get("id") or (params.get("entry") or {}).get("id")
         if not isinstance(entry_id, str) or not entry_id.startswith("note/"):
             return error("INVALID_ARGUMENT", "this provider holds only note/<name> entries")
+        holder = (state["entries"].get(entry_id) or {}).get("owner")
+        if holder and holder != (req.get("owner") or ""):  # never change another site's note
+            self.save(state)  # the epoch just seen stays remembered
+            return error("FAILED_PRECONDITION", f"{entry_id} is owned by '{holder}', not "
+                         f"'{req.get('owner') or '(no owner)'}'; co-managed entries are never "
+                         "touched")
         place = self.place(verb, req.get("topology"))
         if isinstance(place, tuple):
             return error(*place)

@@ -93,7 +93,7 @@ def test_inventory_is_a_complete_snapshot_of_valid_entries(subject: Subject) -> 
     assert isinstance(result["generation"], int) and result["generation"] >= 1
     for doc in result["entries"]:
         assert entry_errors(doc) == [], doc
-        assert doc["provider"] == subject.name
+        assert doc.get("provider", subject.name) == subject.name  # its binding's name, or none
     created = {e["id"]: e for e in result["entries"]}[subject.sample(1)["id"]]
     assert created["owner"] == OWNER
 
@@ -142,6 +142,23 @@ def test_op_id_reused_by_another_owner_is_refused(subject: Subject) -> None:
     assert other.error.code is ErrorCode.INVALID_ARGUMENT
     assert "o1" in other.error.message
     assert inventory(t)[entry["id"]]["owner"] == OWNER
+
+
+def test_an_entry_another_owner_made_is_never_changed(subject: Subject) -> None:
+    """Issue 19 §5: owner fencing is every provider's, not the controller map's alone."""
+    t, entry = subject.transport, subject.sample(1)
+    ok(t, "create", op_id="w1", epoch=1, owner=OWNER, params={"entry": entry})
+    before = inventory(t)
+    asks = [("update", {"entry": entry}), ("delete", {"id": entry["id"], "destroy": True}),
+            ("create", {"entry": entry})]
+    for n, (verb, params) in enumerate(asks):
+        reply = call(t, verb, op_id=f"w-other-{n}", epoch=1, owner="site/other", params=params)
+        assert reply.error is not None, (verb, reply.to_json())
+        assert reply.error.code is ErrorCode.FAILED_PRECONDITION, (verb, reply.to_json())
+        assert f"owned by '{OWNER}', not 'site/other'" in reply.error.message
+    assert inventory(t) == before
+    ok(t, "delete", op_id="w2", epoch=1, owner=OWNER, params={"id": entry["id"], "destroy": True})
+    assert entry["id"] not in inventory(t)  # its own owner still may
 
 
 def test_unknown_verb_is_invalid_argument(subject: Subject) -> None:

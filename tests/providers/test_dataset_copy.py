@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from pathlib import Path
@@ -15,7 +16,8 @@ import reconciler.providers.dataset_digest as dataset_digest_module
 from reconciler.protocol import ErrorCode, Reply
 from reconciler.providers.dataset_digest import DatasetError, dataset_digest
 from reconciler.providers.registry import open_provider
-from reconciler.transports import Transport
+from reconciler.providers.root_marker import MARKER
+from reconciler.transports import BuiltinTransport, Transport
 from tests.helpers import call, ok
 from tests.providers.kit import OWNER, inventory
 
@@ -45,6 +47,22 @@ class Cache:
 
     def states(self) -> dict[str, str]:
         return {k: e["state"] for k, e in inventory(self.t).items()}
+
+    def adopt(self) -> None:
+        """Adopt the cache folder as it is (what ``xce-adopt cache-gpu`` does)."""
+        assert isinstance(self.t, BuiltinTransport)
+        assert isinstance(self.t.provider, dataset_copy.DatasetCopyProvider)
+        self.t.provider.adopt(None, None, OWNER)
+
+    def recorded_mark(self) -> dict[str, Any]:
+        """The root mark the provider recorded for its cache."""
+        assert isinstance(self.t, BuiltinTransport)
+        text = self.t.provider.ledger.root_mark("cache/cache-gpu")  # type: ignore[attr-defined]
+        return dict(json.loads(text or "{}"))
+
+    def listing(self) -> list[str]:
+        """What the cache folder holds besides its root marker (nothing before a stage)."""
+        return sorted(n for n in os.listdir(self.root) if n != MARKER) if self.root.exists() else []
 
 
 def make_tree(root: Path) -> Path:
@@ -90,7 +108,7 @@ def test_stage_copies_a_tree_verified_and_read_only(cache: Cache) -> None:
     copy = cache.root / "imagenet@3"
     assert dataset_digest(copy) == digest
     assert stat.S_IMODE((copy / "README").stat().st_mode) == 0o444
-    assert sorted(os.listdir(cache.root)) == ["imagenet@3"]  # no staging or trash left
+    assert cache.listing() == ["imagenet@3"]  # no staging or trash left
     assert inventory(cache.t)[entry["id"]] == entry
 
 
@@ -107,7 +125,7 @@ def test_digest_mismatch_leaves_nothing_behind(cache: Cache) -> None:
     reply = cache.stage("imagenet@3", "imagenet", "sha256:" + "0" * 64)
     assert reply.error is not None and reply.error.code is ErrorCode.FAILED_PRECONDITION
     assert "digest mismatch" in reply.error.message
-    assert os.listdir(cache.root) == []
+    assert cache.listing() == []
     assert cache.states() == {}
 
 
@@ -150,7 +168,7 @@ def test_symlinks_in_sources_and_copies(cache: Cache, tmp_path: Path) -> None:
     (cache.src / "imagenet" / "leak").symlink_to(secret)
     reply = cache.stage("imagenet@3", "imagenet")
     assert reply.error is not None and reply.error.code is ErrorCode.FAILED_PRECONDITION
-    assert "symbolic link" in reply.error.message and os.listdir(cache.root) == []
+    assert "symbolic link" in reply.error.message and cache.listing() == []
     (cache.src / "imagenet" / "leak").unlink()
     assert cache.stage("imagenet@3", "imagenet").ok
     (cache.root / "imagenet@3" / "planted").symlink_to(secret)
@@ -163,12 +181,14 @@ def test_symlinks_in_sources_and_copies(cache: Cache, tmp_path: Path) -> None:
 
 
 def test_unfinished_stage_and_evict_are_reported_and_swept(cache: Cache) -> None:
+    cache.root.mkdir()
+    cache.adopt()  # the folder of a cache this provider's state knows nothing of
     (cache.root / ".staging-imagenet@3-abc123" / "train").mkdir(parents=True)
     (cache.root / ".trash-era5@2024-0a1b2c" / "x").mkdir(parents=True)
     assert cache.states() == {"dataset-copy/imagenet@3@group/gpu": "staging",
                               "dataset-copy/era5@2024@group/gpu": "evicting"}
     assert cache.stage("imagenet@3", "imagenet").ok
-    assert sorted(os.listdir(cache.root)) == ["imagenet@3"]
+    assert cache.listing() == ["imagenet@3"]
 
 
 def test_restage_replaces_a_corrupt_copy(cache: Cache) -> None:
@@ -188,7 +208,7 @@ def test_evict_removes_the_copy(cache: Cache) -> None:
     assert cache.stage("imagenet@3", "imagenet").ok
     reply = cache.request("delete", action="evict", id="dataset-copy/imagenet@3@group/gpu")
     assert reply.result["already_absent"] is False
-    assert os.listdir(cache.root) == [] and cache.states() == {}
+    assert cache.listing() == [] and cache.states() == {}
 
 
 def test_capacity_and_a_stage_that_does_not_fit(tmp_path: Path) -> None:
@@ -200,7 +220,7 @@ def test_capacity_and_a_stage_that_does_not_fit(tmp_path: Path) -> None:
     assert cap["total"] == 10_000 and cap["used"] == 8024 and cap["free"] == 10_000 - 8024
     reply = cache.stage("big@1", "big.bin")
     assert reply.error is not None and reply.error.code is ErrorCode.RESOURCE_EXHAUSTED
-    assert sorted(os.listdir(cache.root)) == ["imagenet@3"]
+    assert cache.listing() == ["imagenet@3"]
 
 
 @pytest.mark.parametrize(
@@ -221,10 +241,21 @@ def test_capacity_and_a_stage_that_does_not_fit(tmp_path: Path) -> None:
 def test_bad_ids_are_refused(cache: Cache, entry_id: str, code: ErrorCode) -> None:
     reply = cache.request("create", entry={"id": entry_id, "spec": {"source": "imagenet"}})
     assert reply.error is not None and reply.error.code is code
-    assert os.listdir(cache.root) == []
+    assert cache.listing() == []
 
 
 def test_copies_are_immutable(cache: Cache) -> None:
     assert cache.stage("imagenet@3", "imagenet").ok
     reply = cache.request("update", entry={"id": "dataset-copy/imagenet@3@group/gpu"})
     assert reply.error is not None and reply.error.code is ErrorCode.FAILED_PRECONDITION
+
+
+def test_another_owners_copy_is_not_evicted(cache: Cache) -> None:
+    """Issue 19 §5: a request of site/other evicted the imagenet@3 copy."""
+    assert cache.stage("imagenet@3", "imagenet").ok
+    reply = call(cache.t, "delete", op_id="other", epoch=1, owner="site/other",
+                 params={"id": f"dataset-copy/imagenet@3@{LOC}", "action": "evict"})
+    assert reply.error is not None and reply.error.code is ErrorCode.FAILED_PRECONDITION
+    assert f"owned by '{OWNER}', not 'site/other'" in reply.error.message
+    assert cache.listing() == ["imagenet@3"] and cache.states()[
+        f"dataset-copy/imagenet@3@{LOC}"] == "available"

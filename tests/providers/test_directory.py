@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 
 from reconciler.protocol import ErrorCode
+from reconciler.providers.directory import DirectoryProvider
 from reconciler.providers.registry import open_provider
+from reconciler.transports import BuiltinTransport
 from tests.helpers import call, ok
 from tests.providers.directory_site import DAY, Site
-from tests.providers.kit import REPO, inventory
+from tests.providers.kit import OWNER, REPO, inventory
 
 
 @pytest.fixture
@@ -283,8 +285,31 @@ def test_a_change_without_op_id_is_refused(site: Site) -> None:
     assert reply.error is not None and reply.error.code is ErrorCode.INVALID_ARGUMENT
 
 
-def test_configured_volumes_are_reported_before_any_create(tmp_path: Path) -> None:
+def test_configured_volumes_are_reported_once_adopted(tmp_path: Path) -> None:
+    """A configured volume's folder existed before the provider: it is unknown (its root has
+    no marker) until adopted, then reported, before any create."""
     (tmp_path / "fs" / "home" / "dave").mkdir(parents=True)
     t = open_provider("fs2", {"kind": "directory", "params": {"volumes": {"home": "/home"}}},
                       tmp_path)
+    reply = call(t, "inventory")
+    assert reply.error is not None and reply.error.code is ErrorCode.FAILED_PRECONDITION
+    assert "has no root marker" in reply.error.message
+    assert "xce-adopt fs2 home" in reply.error.message
+    assert isinstance(t, BuiltinTransport) and isinstance(t.provider, DirectoryProvider)
+    t.provider.adopt("home", None, OWNER)
     assert sorted(inventory(t)) == ["volume-dir/home/dave", "volume/home"]
+
+
+def test_another_owners_quota_is_neither_deleted_nor_grown(site: Site) -> None:
+    """Issue 19 §5: a request of site/other deleted quota/shared/user/dave."""
+    ok(site.t, "create", op_id="untagged", epoch=1, owner="",  # a directory no site owns
+       params={"entry": {"id": "volume-dir/shared/dave"}})
+    site.put("quota/shared/user/dave", amount=1000)  # … but its quota is site/test's
+    asks = [("delete", {"id": "quota/shared/user/dave"}),
+            ("expand", {"id": "volume-dir/shared/dave", "required_bytes": 4096})]
+    for n, (verb, params) in enumerate(asks):
+        reply = call(site.t, verb, op_id=f"other{n}", epoch=1, owner="site/other", params=params)
+        assert reply.error is not None and reply.error.code is ErrorCode.FAILED_PRECONDITION
+        assert "quota/shared/user/dave is owned by 'site/test', not 'site/other'" in (
+            reply.error.message)
+    assert inventory(site.t)["quota/shared/user/dave"]["amount"] == 1000

@@ -91,7 +91,7 @@ def test_a_special_file_as_the_source_is_refused_at_once(cache: Cache, kind: str
     assert not hung()
     assert reply.error is not None and reply.error.code is ErrorCode.FAILED_PRECONDITION
     assert reply.error.message.startswith(f"dataset source {cache.src / 'weights.pt'} is {what}")
-    assert os.listdir(cache.root) == [] and cache.states() == {}
+    assert cache.listing() == [] and cache.states() == {}
 
 
 @pytest.mark.parametrize("kind", sorted(SPECIALS))
@@ -107,7 +107,7 @@ def test_a_special_file_inside_the_source_folder_is_refused_at_once(
     assert not hung()
     assert reply.error is not None and reply.error.code is ErrorCode.FAILED_PRECONDITION
     assert f"train/shard/002.bin is {what}; a dataset holds only" in reply.error.message
-    assert os.listdir(cache.root) == []
+    assert cache.listing() == []
 
 
 def test_a_fifo_swapped_in_after_the_listing_is_refused_at_once(

@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 
-from reconciler.state import Heartbeat, Holder, LockHeld, LockLost, StateStore, current_holder
+from reconciler.state import (
+    Heartbeat,
+    Holder,
+    LockHeld,
+    LockLost,
+    StateError,
+    StateStore,
+    current_holder,
+)
 from tests.state.targets import Target
 
 FORK = multiprocessing.get_context("fork")
@@ -150,6 +158,22 @@ def test_heartbeat_reports_a_lost_lock(target: Target) -> None:
                 time.sleep(0.02)
             with pytest.raises(LockLost):
                 beat.check()
+
+
+def test_a_heartbeat_failing_otherwise_stops_the_run(sqlite_target: Target) -> None:
+    """A failure that is not a known store error (here the store closed under it) must
+    not end the heartbeat's thread silently, leaving the run going without its lease."""
+    store = sqlite_target.open()
+    lock = store.acquire("apply/east", holder("a"), ttl=30)
+    with Heartbeat(store, lock, ttl=30, interval=0.02) as beat:
+        store.close()
+        deadline = time.monotonic() + 10
+        while beat.failure is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with pytest.raises(StateError) as caught:
+            beat.check()
+    assert caught.value.code == "XCE802"
+    assert "the lock's heartbeat failed: ProgrammingError" in caught.value.problems[0].message
 
 
 def _race(target: Target, rounds: int, barrier: Any, results: Any) -> None:

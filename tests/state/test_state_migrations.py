@@ -16,7 +16,7 @@ from reconciler.state.migrations import VERSION_TABLE, latest_version, migration
 from tests.state.targets import Target
 
 FORK = multiprocessing.get_context("fork")
-LATEST = 8
+LATEST = 10
 
 
 def build_version_1(target: Target) -> None:

@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from reconciler.state import (
+    Heartbeat,
     Holder,
     LockLost,
     OpStatus,
@@ -150,3 +151,31 @@ def test_without_a_lease_reconnecting_is_bounded_too(
         pooler.up()
         assert store.get_applied("east") is None  # and it works again once the server is back
     assert caught.value.code == "XCE802"
+
+
+def wait_for(done: Any, what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not done():
+        assert time.monotonic() < deadline, f"still waiting for {what}"
+        time.sleep(0.01)
+
+
+def test_the_heartbeat_rides_out_its_backend_ended_and_keeps_the_lock(
+        pg_target: Target, named: Target, app_name: str,
+        pg_admin: psycopg.Connection[tuple[Any, ...]]) -> None:
+    """The heartbeat renews through the apply's store; ended under it, the renewal opens a
+    new connection and the lease stays this runner's (issue 19 §6)."""
+    with named.open() as store, pg_target.open() as other:
+        lock = store.acquire(LOCK, ME, 2.0)
+        with Heartbeat(store, lock, ttl=2.0, interval=0.02) as beat:
+            for n in (1, 2, 3):
+                terminate(pg_admin, app_name)
+                wait_for(lambda n=n: store.reconnects >= n, f"reconnect {n}")  # type: ignore[misc]
+                renewed = beat.lock.expires
+                wait_for(lambda r=renewed: beat.lock.expires > r, "a renewal after it")  # type: ignore[misc]
+            beat.check()
+            held = other.get_lock(LOCK)
+            assert held is not None and held.holder == ME.name
+            assert held.expires >= beat.lock.expires
+        store.release(LOCK, ME.name)
+

@@ -6,13 +6,18 @@ way; every refusal is a ``ProviderError`` in the protocol's family.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+import orjson
+
+from compiler.entry_contract import entry_error
+from compiler.names import shown
 from compiler.supply_map import SOURCES, Entry
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.controller_map.lifecycle import HostState
+from reconciler.providers.controller_map.store import decode_docs
 
 # Every kind whose provider is the controller map (docs/architecture.md). Volume quotas
 # belong to the volume's directory provider; only pool quotas live here. Jobs are
@@ -48,7 +53,8 @@ def _amount(value: Any, where: str) -> int | None:
 
 
 def parse_entry(doc: Any, *, provider: str) -> Entry:
-    """An entry a request carries, checked field by field (INVALID_ARGUMENT on the first fault)."""
+    """An entry a request carries, checked field by field (INVALID_ARGUMENT on the first
+    fault): what the map holds, then the contract every entry obeys (``entry_error``)."""
     if not isinstance(doc, Mapping):
         raise invalid("params.entry must be an entry object")
     entry_id = doc.get("id")
@@ -56,42 +62,66 @@ def parse_entry(doc: Any, *, provider: str) -> Entry:
         raise invalid("params.entry needs a string 'id'")
     kind = doc.get("kind") or entry_id.partition("/")[0]  # ids are '<kind>/<name>'
     if not isinstance(kind, str):
-        raise invalid(f"{entry_id}: kind must be a string")
+        raise invalid(f"{shown(entry_id)}: kind must be a string")
     if kind not in HELD_KINDS:
         raise invalid(
-            f"{entry_id}: kind '{kind}' is not held by the controller map "
+            f"{shown(entry_id)}: kind '{shown(kind)}' is not held by the controller map "
             f"(it holds {', '.join(HELD_KINDS)})"
         )
-    if not entry_id.startswith(kind + "/") or entry_id == kind + "/":
-        raise invalid(f"{entry_id}: an id of kind '{kind}' must look like '{kind}/<name>'")
     source = doc.get("source", "config")
     if source not in SOURCES:
-        raise invalid(f"{entry_id}: source must be one of {', '.join(SOURCES)}, not {source!r}")
-    location, owner = doc.get("location"), doc.get("owner")
-    if location is not None and not isinstance(location, str):
-        raise invalid(f"{entry_id}: location must be a string")
+        raise invalid(f"{shown(entry_id)}: source must be one of {', '.join(SOURCES)}, "
+                      f"not {source!r}")
+    location, owner, state = doc.get("location"), doc.get("owner"), doc.get("state")
+    for key, value in (("location", location), ("owner", owner), ("state", state)):
+        if value is not None and not isinstance(value, str):
+            raise invalid(f"{shown(entry_id)}: {key} must be a string")
     if kind == "quota" and not (location or "").startswith("pool/"):
         raise invalid(
-            f"{entry_id}: the controller map holds pool quotas only (location 'pool/<name>'); "
-            "volume quotas belong to the volume's directory provider"
+            f"{shown(entry_id)}: the controller map holds pool quotas only (location "
+            "'pool/<name>'); volume quotas belong to the volume's directory provider"
         )
-    if owner is not None and not isinstance(owner, str):
-        raise invalid(f"{entry_id}: owner must be a string")
     bound = doc.get("provider")
     if bound is not None and bound != provider:
-        raise invalid(f"{entry_id} is bound to provider '{bound}', not '{provider}'")
-    return Entry(
+        raise invalid(f"{shown(entry_id)} is bound to provider '{bound}', not '{provider}'")
+    entry = Entry(
         id=entry_id,
         kind=kind,
-        state=str(doc.get("state") or "available"),
+        state=state or "available",
         source=source,
         provider=provider,
         location=location,
-        amount=_amount(doc.get("amount"), entry_id),
-        attributes=dict(_mapping(doc, "attributes", entry_id)),
-        spec=dict(_mapping(doc, "spec", entry_id)),
+        amount=_amount(doc.get("amount"), shown(entry_id)),
+        attributes=dict(_mapping(doc, "attributes", shown(entry_id))),
+        spec=dict(_mapping(doc, "spec", shown(entry_id))),
         owner=owner,
     )
+    fault = entry_error(entry)
+    if fault is not None:
+        field, why = fault
+        shape = f"; an id of kind '{kind}' must look like '{kind}/<name>'" if field == "id" else ""
+        raise invalid(f"{shown(entry_id)}: {why}{shape}")
+    return entry
+
+
+def stored_entries(path: object, rows: Iterable[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    """The documents of the map's rows (id, kind, document), each the entry its row says: a
+    document of another id or kind, or one that is no JSON object, is a damaged map
+    (FAILED_PRECONDITION), whose inventory would report what is not there."""
+    rows = list(rows)
+    try:
+        docs = decode_docs(doc for _, _, doc in rows)
+    except orjson.JSONDecodeError as err:
+        raise ProviderError(ErrorCode.FAILED_PRECONDITION, f"controller map {path} is damaged: "
+                            f"a row holds no JSON document ({err})") from None
+    for (row_id, row_kind, _), doc in zip(rows, docs, strict=True):
+        if not isinstance(doc, dict) or doc.get("id") != row_id or doc.get("kind") != row_kind:
+            held = (f"the document of {shown(doc['id'])}" if isinstance(doc, dict)
+                    and isinstance(doc.get("id"), str) else "a document of another entry")
+            raise ProviderError(ErrorCode.FAILED_PRECONDITION, f"controller map {path} is "
+                                f"damaged: row {shown(row_id)} (kind {shown(row_kind)}) holds "
+                                f"{held}; restore the map from a good copy")
+    return docs
 
 
 def claim_owner(entry_owner: str | None, request_owner: str) -> str | None:
@@ -99,16 +129,6 @@ def claim_owner(entry_owner: str | None, request_owner: str) -> str | None:
     if entry_owner and request_owner and entry_owner != request_owner:
         raise invalid(f"the entry names owner '{entry_owner}' but the request is '{request_owner}'")
     return request_owner or entry_owner or None
-
-
-def check_owner(entry: Entry, owner: str) -> None:
-    """Refuse to touch an entry another site-config owns (co-managed entries stay theirs)."""
-    if entry.owner is not None and entry.owner != owner:
-        raise ProviderError(
-            ErrorCode.FAILED_PRECONDITION,
-            f"{entry.id} is owned by '{entry.owner}', not '{owner or '(no owner)'}'; "
-            "co-managed entries are never touched",
-        )
 
 
 def with_state(entry: Entry, state: str, at: float) -> Entry:

@@ -4,9 +4,9 @@ For trials, tests and small sites the controller's map of hosts, counters, pools
 datasets lives in one local file; an adapter for a real controller's API server will
 speak the same protocol later, so the planner and the applier cannot tell them apart.
 The protocol is the built-in skeleton's (``reconciler.providers.base``): the epoch (an
-older one is ABORTED), the op_id (a repeat returns the first reply) and, here, the owner
-tag (co-managed entries are never touched) are checked in the same transaction of the map
-file that makes the change.
+older one is ABORTED), the op_id (a repeat returns the first reply) and the owner tag
+(co-managed entries are never touched: the skeleton's ``fence_owner``, read here from the
+map) are checked in the same transaction of the map file that makes the change.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from reconciler.providers.base import ProviderSkeleton
 from reconciler.providers.controller_map.entries import (
     HELD_KINDS,
     changed_content,
-    check_owner,
     claim_owner,
     invalid,
     new_entry,
     parse_entry,
+    stored_entries,
     with_state,
 )
 from reconciler.providers.controller_map.jobs import refuse_planned
@@ -43,7 +43,7 @@ from reconciler.providers.controller_map.lifecycle import (
     awaiting_admission,
     next_state,
 )
-from reconciler.providers.controller_map.store import MapStore, Txn, decode_docs
+from reconciler.providers.controller_map.store import MapStore, Txn
 
 
 def map_path(name: str, params: ControllerMapParams, workdir: Path) -> Path:
@@ -123,6 +123,10 @@ class ControllerMapProvider(ProviderSkeleton[Txn]):
     def book(self) -> AbstractContextManager[Txn]:
         return self.store.change()
 
+    def holder(self, book: Txn, entry_id: str) -> str | None:
+        current = book.get(entry_id)
+        return None if current is None else current.owner
+
     def probe(self) -> dict[str, Any]:
         try:
             with self.store.read() as tx:
@@ -134,8 +138,9 @@ class ControllerMapProvider(ProviderSkeleton[Txn]):
     def inventory_result(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """Every entry, and the serving session (P8: the planner settles after a restart)."""
         with self.store.read() as tx:
-            generation, docs, session = tx.generation(), tx.docs(), tx.session()
-        return {"generation": generation, "complete": True, "entries": decode_docs(docs),
+            generation, rows, session = tx.generation(), tx.rows(), tx.session()
+        return {"generation": generation, "complete": True,
+                "entries": stored_entries(self.map_file, rows),
                 "session": session.to_json()}
 
     def capacity(self, params: Mapping[str, Any]) -> dict[str, int]:
@@ -171,18 +176,18 @@ class ControllerMapProvider(ProviderSkeleton[Txn]):
         if request.verb == "create":
             return self._create(tx, params, request.owner, now)
         if request.verb == "delete" and action is None:
-            return self._delete(tx, params, request.owner)
+            return self._delete(tx, params)
         return self._update(tx, params, action, request.owner, now)
 
     def _desired(self, params: Mapping[str, Any]) -> Entry | None:
         doc = params.get("entry")
         return None if doc is None else parse_entry(doc, provider=self.name)
 
-    def _current(self, tx: Txn, entry_id: str, owner: str) -> Entry:
+    def _current(self, tx: Txn, entry_id: str) -> Entry:
+        """The entry a change names (the skeleton has fenced it by owner already)."""
         current = tx.get(entry_id)
         if current is None:
             raise ProviderError(ErrorCode.NOT_FOUND, f"{entry_id} is not in the controller map")
-        check_owner(current, owner)
         return current
 
     def _create(self, tx: Txn, params: Mapping[str, Any], owner: str, now: float) -> _Outcome:
@@ -191,12 +196,12 @@ class ControllerMapProvider(ProviderSkeleton[Txn]):
             raise invalid("create needs params.entry")
         entry_owner = claim_owner(desired.owner, owner)
         current = tx.get(desired.id)
-        if current is not None:
-            check_owner(current, owner)
-            if current.kind != "host" or current.state != HostState.RELEASED:
-                raise ProviderError(
-                    ErrorCode.ALREADY_EXISTS, f"{desired.id} already exists ({current.state})"
-                )
+        if current is not None and (
+            current.kind != "host" or current.state != HostState.RELEASED
+        ):
+            raise ProviderError(
+                ErrorCode.ALREADY_EXISTS, f"{desired.id} already exists ({current.state})"
+            )
         entry = new_entry(desired, entry_owner, now)  # a released host comes back as expected
         tx.put([entry])
         return _Outcome(entry, True)
@@ -207,7 +212,7 @@ class ControllerMapProvider(ProviderSkeleton[Txn]):
         desired = self._desired(params)
         if desired is not None:
             claim_owner(desired.owner, owner)
-        current = self._current(tx, _target_id(params, desired), owner)
+        current = self._current(tx, _target_id(params, desired))
         entry = current if action is None else self._step(current, action, owner, now)
         if desired is not None or params.get("changes") is not None:
             entry = changed_content(entry, desired, params.get("changes"))
@@ -232,8 +237,8 @@ class ControllerMapProvider(ProviderSkeleton[Txn]):
         moved = with_state(host, target, now)
         return replace(moved, owner=owner) if event is Event.ADMIT else moved
 
-    def _delete(self, tx: Txn, params: Mapping[str, Any], owner: str) -> _Outcome:
-        current = self._current(tx, _target_id(params, self._desired(params)), owner)
+    def _delete(self, tx: Txn, params: Mapping[str, Any]) -> _Outcome:
+        current = self._current(tx, _target_id(params, self._desired(params)))
         if current.kind == "host" and not (
             current.state in RESTING or awaiting_admission(current.source, current.owner)
         ):

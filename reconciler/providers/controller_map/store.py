@@ -112,6 +112,11 @@ class Txn:
             rows = self._db.execute("SELECT doc FROM entries WHERE kind = ? ORDER BY id", (kind,))
         return [doc for (doc,) in rows]
 
+    def rows(self) -> list[tuple[str, str, str]]:
+        """(id, kind, document) of every entry, sorted by id, undecoded."""
+        return [(i, k, d) for i, k, d in
+                self._db.execute("SELECT id, kind, doc FROM entries ORDER BY id")]
+
     def amounts(self, kinds: Iterable[str]) -> list[tuple[str, str, str | None, int | None]]:
         """(kind, id, location, amount) of each entry of ``kinds``, without decoding entries."""
         kinds = list(kinds)

@@ -1,0 +1,127 @@
+"""``xce-adopt``: trust an existing folder as the root of a volume or a dataset cache.
+
+The directory and dataset-copy providers trust only a root that holds the marker they
+wrote there at its first create (docs/providers.md, "Root markers"), so an unmounted
+volume's empty mount point is never taken for an empty volume. A folder they did not make
+— a volume that existed before xce-gitops, a root whose mount point was remade, a cache
+restored from a copy — is adopted once, by an admin who has checked it is the right one:
+this command writes a new marker into it and records it in the provider's state. It
+changes nothing else; the next plan reads what the root holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from compiler.bindings import BindingError
+from compiler.cli_runner import EXIT_OK, UsageParser, run_cli
+from compiler.names import did_you_mean
+from compiler.problems import Hints, UserError
+from reconciler.cli.options import add_workdir
+from reconciler.pipeline import Desired, default_workdir, load_desired
+from reconciler.protocol import ErrorCode, ProviderError
+from reconciler.providers.registry import BUILTINS
+from reconciler.providers.root_marker import MARKER, Adoptable, Adopted
+
+PROG = "xce-adopt"
+ADOPTABLE = ("directory", "dataset-copy")  # the built-in kinds whose roots carry markers
+
+# the problem codes (docs/errors.md "Providers and live map"), named once
+CANNOT_ADOPT = "XCE727"
+NOTHING_TO_ADOPT = "XCE728"
+USAGE = "XCE729"
+
+HINTS = Hints({
+    CANNOT_ADOPT: "fix what the message names (mount the volume, remove the link); nothing "
+                  "was adopted",
+    NOTHING_TO_ADOPT: "name a bound directory provider and one of its volumes, or a bound "
+                      "dataset-copy provider",
+})
+
+
+class _Parser(UsageParser):
+    usage_code = USAGE
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--site", type=Path, default=Path("site-config"),
+                   help="site-config folder; the workdir defaults to <site>/.xce")
+    p.add_argument("--desired", type=Path, help="a compiled supply map (build/supply-map.json, "
+                   "with its bindings.json) instead of compiling the site")
+    add_workdir(p, "<site>/.xce")
+    p.add_argument("provider", help="the provider whose root it is (a directory or "
+                   "dataset-copy provider of the site)")
+    p.add_argument("volume", nargs="?", help="for a directory provider: the volume whose root "
+                   "to adopt (shared, or volume/shared); a dataset-copy provider has one root")
+    return p
+
+
+def _provider(desired: Desired, name: str, workdir: Path) -> tuple[Adoptable, str]:
+    """The bound built-in provider ``name``, constructed in-process, and its kind."""
+    bound = sorted(desired.bindings.names)
+    if name not in bound:
+        hint = did_you_mean(name, bound) or f"bound providers: {', '.join(bound)}"
+        raise UserError([HINTS.problem(NOTHING_TO_ADOPT, f"provider '{name}' is not bound "
+                                       "in the site", PROG, hint)])
+    try:
+        binding = desired.bindings.binding(name)
+    except BindingError as err:
+        raise UserError([HINTS.problem(NOTHING_TO_ADOPT, str(err), name)]) from None
+    if binding.kind not in ADOPTABLE:
+        message = (f"provider '{name}' is a {binding.kind} provider: only directory and "
+                   "dataset-copy providers have roots to adopt")
+        raise UserError([HINTS.problem(NOTHING_TO_ADOPT, message, name)])
+    module, cls = BUILTINS[binding.kind]
+    try:
+        made: Adoptable = getattr(importlib.import_module(module), cls)(
+            name, binding.params, workdir)
+    except (ProviderError, OSError) as err:
+        raise UserError([HINTS.problem(CANNOT_ADOPT, f"provider '{name}' cannot start: {err}",
+                                       name)]) from None
+    return made, binding.kind
+
+
+def _lines(name: str, adopted: Adopted) -> str:
+    ref, mark = adopted.ref, adopted.mark
+    before = (f"  before: {adopted.was}" if adopted.was is not None
+              else "  it carried the recorded marker already; it now carries a new one")
+    return (f"{PROG}: adopted {ref.shown} as the root of {ref.root} (provider {name}): "
+            f"marker {MARKER}, id {mark.id}, filesystem {mark.fs}\n{before}\n"
+            "  nothing else was changed; the next plan reads what the root holds\n")
+
+
+def _body(argv: Sequence[str] | None) -> int:
+    args = _parser().parse_args(argv)
+    site = None if args.desired is not None else args.site
+    desired = load_desired(site, args.desired)
+    workdir = args.workdir if args.workdir is not None else default_workdir(site, args.desired)
+    provider, kind = _provider(desired, args.provider, Path(workdir))
+    volume = (args.volume or "").removeprefix("volume/") or None
+    entry: dict[str, Any] | None = None
+    if kind == "directory" and volume is not None:
+        found = desired.supply.entries.get(f"volume/{volume}")
+        if found is not None and found.provider == args.provider:
+            entry = found.to_json()
+    try:
+        adopted = provider.adopt(volume, entry, desired.supply.owner or "")
+    except ProviderError as err:
+        code = NOTHING_TO_ADOPT if err.code is ErrorCode.INVALID_ARGUMENT else CANNOT_ADOPT
+        raise UserError([HINTS.problem(code, err.message, args.provider)]) from None
+    finally:
+        provider.close()
+    sys.stdout.write(_lines(args.provider, adopted))
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(PROG, lambda: _body(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
