@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from compiler import codes
+from compiler.build_files import ALLOWLISTS, BINDINGS, DRIFT, MANIFEST, SUPPLY_MAP
 from compiler.bundled import POLICIES_HELP
 from compiler.canonical import dumps
 from compiler.cli_runner import EXIT_ERROR, EXIT_OK, UsageParser, run_cli
@@ -50,10 +51,10 @@ def serialize(compiled: Compiled, revision: Revision) -> tuple[dict[str, bytes],
     """The output documents and the desired digest; the entries' JSON is built only once."""
     supply = replace(compiled.supply_map, revision=revision.commit, dirty=revision.dirty)
     doc = supply.to_json()
-    documents = {"supply-map.json": dumps(doc), "bindings.json": dumps(compiled.bindings),
-                 "drift.json": dumps(compiled.drift.to_json())}
+    documents = {SUPPLY_MAP: dumps(doc), BINDINGS: dumps(compiled.bindings),
+                 DRIFT: dumps(compiled.drift.to_json())}
     if compiled.policy is not None:
-        documents["allowlists.json"] = compiled.policy.to_bytes()
+        documents[ALLOWLISTS] = compiled.policy.to_bytes()
     return documents, doc["digest"]
 
 
@@ -132,7 +133,7 @@ def _markdown_report(compiled: Compiled, rev: str, digest: str, out: Path | None
     supply = compiled.supply_map
     if out is None:
         return f"### ✅ Site {supply.site} is valid at `{rev}`\n"
-    files = ", ".join(f"`{out / name}`" for name in (*outputs, "manifest.json"))
+    files = ", ".join(f"`{out / name}`" for name in (*outputs, MANIFEST))
     rows = [("revision", f"`{rev}`"), ("entries", f"{len(supply.entries):,}"),
             ("providers", str(len(compiled.bindings["providers"]))),
             ("desired digest", f"`{digest}`"), ("outputs", files)]

@@ -9,16 +9,13 @@ from typing import Any
 import orjson
 
 from compiler import __version__
+from compiler.build_files import COMPILED_FILES, MANIFEST
 from compiler.canonical import digest, dumps
 from compiler.file_io import check_replaceable, write_atomic
 from compiler.model.document import LANGUAGE_VERSION
 from compiler.revision import Revision
 
 MANIFEST_SCHEMA = 1
-MANIFEST = "manifest.json"
-# every file xce-compile may write beside its manifest (allowlists.json only with policies)
-COMPILED_FILES = ("supply-map.json", "bindings.json", "drift.json", "allowlists.json")
-BUILD_DIR = Path("build")  # where xce-compile writes unless told --out
 
 
 def write_outputs(

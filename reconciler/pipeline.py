@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compiler.bindings import BindingError, Bindings
+from compiler.build_files import BINDINGS
 from compiler.gc_pause import gc_paused
 from compiler.problems import Hints, Problem, Problems, Severity, UserError, Where
 from compiler.supply_map import MapReader, SupplyMap, read_json, read_map
@@ -133,7 +134,7 @@ def load_compiled(desired_file: Path) -> Desired:
         decoded = read_map(desired_file, _compiled_reader(desired_file, "compiled supply map"))
     supply = decoded.supply
     # Without the site folder, site-relative inputs resolve against the current folder.
-    bindings = _read_bindings(desired_file.parent / "bindings.json", Path.cwd())
+    bindings = _read_bindings(desired_file.parent / BINDINGS, Path.cwd())
     drift = desired_file.parent / DRIFT_FILE  # none beside a map compiled before it existed
     return Desired(supply, bindings, str(decoded.header.get("digest") or supply.content_digest()),
                    drift=read_json(drift, _compiled_reader(drift, "drift settings"))

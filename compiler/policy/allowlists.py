@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from compiler.build_files import ALLOWLISTS
 from compiler.policy import codes
 from compiler.policy.enforce import WaiverKey
 from compiler.policy.model import PROXY_ROLE, Catalog, Proxy, Waiver
@@ -18,7 +19,7 @@ from compiler.policy.resolve import ResolvedRole
 from compiler.problems import Problems
 
 SCHEMA = 1
-FILENAME = "allowlists.json"
+FILENAME = ALLOWLISTS
 
 
 def build_document(

@@ -20,11 +20,6 @@ from reconciler.state.holder import pid_in_this_scope
 POLL_S = 0.2
 
 
-def lock_name(site: str) -> str:
-    """One lock (and one epoch counter) per site: two sites never wait on each other."""
-    return f"apply/{site}"
-
-
 @dataclass(frozen=True, slots=True)
 class Taken:
     lock: Lock

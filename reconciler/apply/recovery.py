@@ -17,15 +17,11 @@ from dataclasses import dataclass
 from reconciler.apply import codes
 from reconciler.plan.model import Action
 from reconciler.state import JournalEntry, RunStatus, StateStore
+from reconciler.state.runs import run_prefix
 
 RECENT_RUNS = 50  # runs of the site looked at for ones left running (only the last can be)
 
 OpKey = tuple[str, str, str]  # (plan verb, entry id, provider)
-
-
-def run_prefix(lock: str) -> str:
-    """Run ids start with the lock's name, so a shared store can tell sites' runs apart."""
-    return f"{lock}@"
 
 
 def op_key(action: Action) -> OpKey:

@@ -26,11 +26,11 @@ from reconciler.apply.conformance import check_conformance
 from reconciler.apply.executor import Executor
 from reconciler.apply.gates import blocking, gate
 from reconciler.apply.graph import Graph
-from reconciler.apply.locking import lock_name, take_lock
+from reconciler.apply.locking import take_lock
 from reconciler.apply.ops import op_id, plan_digest, planned_op
 from reconciler.apply.progress import Silent, Sink
 from reconciler.apply.provider_pool import Transports
-from reconciler.apply.recovery import Recovery, op_key, recover, run_prefix
+from reconciler.apply.recovery import Recovery, op_key, recover
 from reconciler.apply.report import ApplyReport, Outcome, Status
 from reconciler.pipeline import Desired, Live, gather, plan_for, recorded_attempts
 from reconciler.plan.file import SavedPlan, stale_entries
@@ -39,6 +39,7 @@ from reconciler.plan.signature import check_signature
 from reconciler.planner.settings import read_settings
 from reconciler.state import Holder, LockLost, OpStatus, RunStatus, StateStore, current_holder
 from reconciler.state.heartbeat import Heartbeat
+from reconciler.state.runs import lock_name, run_prefix
 
 STALE_SHOWN = 50  # stale entries named one by one; the rest are counted
 _JOURNALED_SKIPS = frozenset({codes.SKIP_DESTROY, codes.SKIP_PROTECTED, codes.SKIP_DEPENDENCY})

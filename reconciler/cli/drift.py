@@ -16,10 +16,11 @@ from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 
+from compiler.build_files import BUILD_DIR
 from compiler.cli_runner import EXIT_CHANGES, EXIT_OK, UsageParser, run_cli
 from compiler.file_io import write_atomic
 from compiler.gc_pause import gc_paused
-from compiler.output import BUILD_DIR, compiler_output
+from compiler.output import compiler_output
 from compiler.problem_render import render_text as render_problems
 from compiler.problems import UserError
 from compiler.site_locate import FOUND_HELP as SITE_HELP

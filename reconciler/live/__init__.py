@@ -35,7 +35,6 @@ from reconciler.live.snapshot import (
 from reconciler.live.trust import (
     UNCOUNTED_KINDS,
     LossLimit,
-    apply_runs,
     distrust_rollbacks,
     distrust_shrinks,
     kind_counts,
@@ -48,7 +47,7 @@ __all__ = [
     "PARTIAL", "REFUSED", "ROLLED_BACK", "SHRANK", "SNAPSHOT_NEWER", "SNAPSHOT_NOT_JSON",
     "SNAPSHOT_SHAPE", "SNAPSHOT_UNREADABLE", "SNAPSHOT_UNREPORTED",
     "TIMED_OUT", "UNAVAILABLE", "UNCOUNTED_KINDS", "LiveResult", "LossLimit",
-    "_snapshot_problems", "apply_runs", "distrust_rollbacks", "distrust_shrinks",
+    "_snapshot_problems", "distrust_rollbacks", "distrust_shrinks",
     "entry_errors", "gather_live", "kind_counts", "load_live_snapshot", "parse_inventory",
     "too_long", "topology_error", "trust_generations",
 ]

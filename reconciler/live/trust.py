@@ -20,6 +20,7 @@ from compiler.units import format_utc
 from reconciler.live.codes import CANNOT_ACCEPT, CANNOT_ACCEPT_SHRINK, HINTS, ROLLED_BACK, SHRANK
 from reconciler.live.gather import NOT_ASKED, LiveResult
 from reconciler.plan.model import Verb
+from reconciler.state.runs import site_runs
 
 if TYPE_CHECKING:
     from reconciler.state.inventory_counts import InventoryCounts
@@ -32,12 +33,6 @@ UNCOUNTED_KINDS = frozenset({"job", "job-dir"})
 _REMOVING = tuple(v.value for v in Verb if v.protocol == "delete")
 
 LossLimit = Callable[[str], tuple[float, int]]  # provider -> (fraction, count) it may lose
-
-
-def apply_runs(site: str) -> str:
-    """How the ids of ``site``'s apply runs begin: its lock's name and '@'
-    (``reconciler.apply.locking.lock_name``, ``reconciler.apply.recovery.run_prefix``)."""
-    return f"apply/{site}@"
 
 
 def distrust_rollbacks(live: SupplyMap, recorded: Mapping[str, int]) -> LiveResult:
@@ -108,7 +103,7 @@ def _shrunk(name: str, record: InventoryCounts, now: Mapping[str, int], store: S
     if not _losses(record.kinds, now, {}, limit):
         return None
     removed = Counter(entry.partition("/")[0] for provider, entry in
-                      store.done_since(apply_runs(site), _REMOVING, record.recorded)
+                      store.done_since(site_runs(site), _REMOVING, record.recorded)
                       if provider == name)
     losses = _losses(record.kinds, now, removed, limit)
     if not losses:

@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from reconciler.apply.locking import lock_name
 from reconciler.cli import apply as apply_cli
 from reconciler.cli import lock as lock_cli
 from reconciler.state import Holder, Lock
 from reconciler.state.holder import process_scope
+from reconciler.state.runs import lock_name
 from tests.apply.conftest import Site, volume_site
 
 LOCK = lock_name("test")

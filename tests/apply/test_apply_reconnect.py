@@ -31,10 +31,10 @@ import pytest
 
 import reconciler.cli.plan as plan_cli
 from reconciler.apply import ApplyOptions, ApplyReport, FreshPlan, apply
-from reconciler.apply.locking import lock_name
 from reconciler.plan.file import SavedPlan
 from reconciler.state import Holder, OpStatus, RunStatus, StateStore
 from reconciler.state.postgres_backend import PostgresBackend
+from reconciler.state.runs import lock_name
 from reconciler.state.sql_store import SqlStore
 from reconciler.state.urls import PostgresTarget, parse_target
 from tests.apply.conftest import FAST_RETRY, Site, volume_site

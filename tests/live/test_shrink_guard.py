@@ -13,11 +13,10 @@ import pytest
 import reconciler.cli.apply as apply_cli
 import reconciler.cli.plan as plan_cli
 from compiler.supply_map import Entry, SupplyMap
-from reconciler.apply.locking import lock_name
-from reconciler.apply.recovery import run_prefix
-from reconciler.live import apply_runs, distrust_shrinks, kind_counts
+from reconciler.live import distrust_shrinks, kind_counts
 from reconciler.plan.file import load_plan
 from reconciler.state import OpStatus, PlannedOp, StateStore, open_store
+from reconciler.state.runs import lock_name, run_prefix, site_runs
 from tests.live.test_damage_matrix import _map, _prepare, _sql
 
 SITE = "s1"
@@ -36,7 +35,7 @@ def store(tmp_path: Path) -> StateStore:
 
 
 def _removed_by_an_apply(store: StateStore, ids: list[str], action: str = "release") -> None:
-    run = f"{apply_runs(SITE)}20260101T000000Z-1"
+    run = f"{site_runs(SITE)}20260101T000000Z-1"
     store.start_run(run, "sha256:plan", "tester")
     ops = [PlannedOp(f"op-{i}", action, e, "ctl") for i, e in enumerate(ids)]
     store.journal_add(run, ops)
@@ -46,7 +45,7 @@ def _removed_by_an_apply(store: StateStore, ids: list[str], action: str = "relea
 
 
 def test_the_run_ids_the_guard_reads_are_the_applys() -> None:
-    assert apply_runs(SITE) == run_prefix(lock_name(SITE))
+    assert site_runs(SITE) == run_prefix(lock_name(SITE))
 
 
 def test_a_loss_beyond_the_limit_is_not_trusted(store: StateStore) -> None:

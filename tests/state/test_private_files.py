@@ -15,7 +15,7 @@ import pytest
 import reconciler.cli.apply as apply_cli
 import reconciler.cli.drift as drift_cli
 import reconciler.cli.plan as plan_cli
-from compiler.output import BUILD_DIR, COMPILED_FILES, MANIFEST
+from compiler.build_files import BUILD_DIR, COMPILED_FILES, MANIFEST
 from tests.conftest import EXAMPLE_SITE
 
 # the data the example's providers manage for jobs (volumes, dataset copies), with the
