@@ -312,7 +312,12 @@ def read_map(path: Path, reader: MapReader) -> DecodedMap:
     """A map file: decoded straight into entries when it is well-typed (``decode_map``),
     else parsed and checked; every failure raises UserError with ``reader``'s problem."""
     data = _read(path, reader)
-    decoded = decode_map(data)
+    try:
+        decoded = decode_map(data)
+    except RecursionError:  # msgspec's own depth limit: no reader of ours could walk it either
+        raise UserError([reader.malformed(ValueError(
+            "values nested deeper than a map may be (write spec and attributes flatter)"
+        ))]) from None
     if decoded is not None and reader.trusted(decoded):
         return decoded
     doc = _parse(data, reader)
