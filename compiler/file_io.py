@@ -43,6 +43,8 @@ MAP_CAP = Cap(4 * SIZE_UNITS["GiB"], "a supply map, live map or plan file")
 SITE_FILE_CAP = Cap(64 * SIZE_UNITS["MiB"], "a site-config or policy file")
 # A PR comment body (a forge keeps at most 1,000,000 characters), a CI event's JSON.
 TEXT_CAP = Cap(16 * SIZE_UNITS["MiB"], "a comment or CI event file")
+# A token, a password, a key in PEM: a few kilobytes.
+SECRET_CAP = Cap(SIZE_UNITS["MiB"], "a secret file")
 
 # What a file that is not a regular file is, in words (xce-digest and the dataset-copy
 # provider say it the same way).

@@ -21,6 +21,8 @@ from urllib.parse import quote
 
 import orjson
 
+from compiler.file_io import SECRET_CAP, Refused, read_input
+
 SENSITIVE = "(sensitive)"
 MIN_SECRET_CHARS = 4  # a shorter value would blank out ordinary words of every message
 REFERENCE_FORMS = "env:NAME or file:/path"  # the path is absolute
@@ -84,9 +86,10 @@ def resolve(reference: str) -> str:
         if value is None:
             raise SecretError(f"secret reference env:{name} is not set")
         return value
-    try:
-        with open(name, encoding="utf-8") as fh:
-            return fh.read().strip()
+    try:  # read as every input is: a FIFO or a device is refused, never waited on or drained
+        return read_input(name, SECRET_CAP).decode("utf-8").strip()
+    except Refused as err:
+        raise SecretError(f"secret reference file:{name}: {err.problem.message}") from None
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
         raise SecretError(f"secret reference file:{name}: {reason}") from None

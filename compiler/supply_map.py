@@ -278,7 +278,8 @@ class MapReader:
     ``trusted`` says whether ``decode_map``'s fast result may stand as it is (else the
     general path reads the file again and says what is wrong); ``problems`` checks the
     JSON document on the general path; ``malformed`` names a document that ``problems``
-    let through but ``SupplyMap.from_json`` cannot read.
+    let through but ``SupplyMap.from_json`` cannot read; ``raw`` checks what only the bytes
+    show (keys given twice, which every decoder reads one way), before any decoding.
     """
 
     unreadable: Callable[[OSError], Problem]
@@ -286,6 +287,7 @@ class MapReader:
     malformed: Callable[[Exception], Problem]
     problems: Callable[[Any], list[Problem]] = lambda doc: []
     trusted: Callable[[DecodedMap], bool] = lambda decoded: True
+    raw: Callable[[bytes], list[Problem]] = lambda data: []
 
 
 def read_json(path: Path, reader: MapReader) -> Any:
@@ -312,6 +314,9 @@ def read_map(path: Path, reader: MapReader) -> DecodedMap:
     """A map file: decoded straight into entries when it is well-typed (``decode_map``),
     else parsed and checked; every failure raises UserError with ``reader``'s problem."""
     data = _read(path, reader)
+    raw_problems = reader.raw(data)
+    if raw_problems:
+        raise UserError(raw_problems)
     try:
         decoded = decode_map(data)
     except RecursionError:  # msgspec's own depth limit: no reader of ours could walk it either

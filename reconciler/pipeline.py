@@ -25,6 +25,7 @@ from reconciler.live import (
     LossLimit,
     gather_live,
     load_live_snapshot,
+    other_site_problem,
     trust_generations,
 )
 from reconciler.plan.model import Plan
@@ -198,6 +199,9 @@ def gather(desired: Desired, workdir: Path, live_file: Path | None = None,
     if live_file is not None:
         with gc_paused():  # as for the desired map: a million new objects, no cycles
             found = LiveResult(load_live_snapshot(live_file))
+        other_site = other_site_problem(found.live, desired.supply, str(live_file))
+        if other_site is not None:
+            raise UserError([other_site])
     else:
         found = gather_live(desired.bindings, workdir, desired.supply.owner, only=only)
     return checked_live(desired, found, store, gathered=live_file is None, accept=accept,

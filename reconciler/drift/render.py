@@ -29,6 +29,7 @@ from compiler.problems import UserError, Where
 from compiler.textstyle import Style
 from reconciler.drift import codes
 from reconciler.drift.model import Category, DriftReport
+from reconciler.drift.site_loader import SiteLoader
 from reconciler.plan.render.common import shorten, value
 
 SITE_TEMPLATES = Path("templates") / "drift"  # inside the site folder
@@ -61,7 +62,7 @@ class Templates:
         bundled = jinja2.PackageLoader("reconciler.drift", "templates")
         loaders: list[jinja2.BaseLoader] = [bundled, jinja2.PrefixLoader({"bundled": bundled})]
         if self.folder is not None:
-            loaders.insert(0, jinja2.FileSystemLoader(self.folder))
+            loaders.insert(0, SiteLoader(self.folder))
         env = SandboxedEnvironment(
             loader=jinja2.ChoiceLoader(loaders), undefined=jinja2.StrictUndefined,
             autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",)),

@@ -31,6 +31,7 @@ from reconciler.live.snapshot import (
     MAX_SNAPSHOT_PROBLEMS,
     _snapshot_problems,
     load_live_snapshot,
+    other_site_problem,
 )
 from reconciler.live.trust import (
     UNCOUNTED_KINDS,
@@ -48,6 +49,7 @@ __all__ = [
     "SNAPSHOT_SHAPE", "SNAPSHOT_UNREADABLE", "SNAPSHOT_UNREPORTED",
     "TIMED_OUT", "UNAVAILABLE", "UNCOUNTED_KINDS", "LiveResult", "LossLimit",
     "_snapshot_problems", "distrust_rollbacks", "distrust_shrinks",
-    "entry_errors", "gather_live", "kind_counts", "load_live_snapshot", "parse_inventory",
+    "entry_errors", "gather_live", "kind_counts", "load_live_snapshot", "other_site_problem",
+    "parse_inventory",
     "too_long", "topology_error", "trust_generations",
 ]

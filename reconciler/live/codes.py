@@ -23,6 +23,8 @@ ROLLED_BACK = "XCE714"
 CANNOT_ACCEPT = "XCE715"
 SHRANK = "XCE716"
 CANNOT_ACCEPT_SHRINK = "XCE717"
+SNAPSHOT_REPEATS = "XCE718"
+SNAPSHOT_OTHER_SITE = "XCE719"
 
 HINTS = Hints({
     BAD_BINDING: "fix the provider's binding (kind, command, timeout, params, secrets)",
@@ -50,6 +52,10 @@ HINTS = Hints({
     NOT_BOUND: "check the provider name",
     BAD_BINDINGS: "pass the bindings.json the compiler wrote",
     SNAPSHOT_UNREADABLE: "pass the path of a live map JSON file",
+    SNAPSHOT_REPEATS: "each key may appear once in a JSON object (a reader would keep one of "
+    "the values silently): fix the exporter and export the live map again",
+    SNAPSHOT_OTHER_SITE: "export the live map of this site (its proxies, with this site's owner "
+    "tag), or plan the site the snapshot belongs to",
     SNAPSHOT_NEWER: "export it with the xce-gitops version that plans it, or upgrade",
     SNAPSHOT_UNREPORTED: "export the snapshot again once the provider answers; until then its "
     "entries are unknown and nothing is planned for them",

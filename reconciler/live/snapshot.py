@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.entry_contract import entry_error, entry_errors
+from compiler.json_duplicates import JsonPath, duplicate_keys
 from compiler.problems import Problem, Where
 from compiler.supply_map import (
     SCHEMA_VERSION,
@@ -25,6 +26,8 @@ from reconciler.live.codes import (
     HINTS,
     SNAPSHOT_NEWER,
     SNAPSHOT_NOT_JSON,
+    SNAPSHOT_OTHER_SITE,
+    SNAPSHOT_REPEATS,
     SNAPSHOT_SHAPE,
     SNAPSHOT_UNREADABLE,
 )
@@ -130,6 +133,22 @@ def snapshot_problems(doc: Any, file: str) -> list[Problem]:
     return _listed(_snapshot_problems(doc, file), file)
 
 
+def _repeat_problem(file: str, path: JsonPath, key: str) -> Problem:
+    inside = f"entry #{path[1]}" if path[:1] == ("entries",) and len(path) > 1 else "the map"
+    field = ".".join(str(p) for p in path[2:]) if inside != "the map" else ".".join(
+        str(p) for p in path)
+    of = f" of {field}" if field else ""
+    return HINTS.problem(SNAPSHOT_REPEATS, f"{inside}: the key {key!r}{of} is given more than "
+                         "once", where=Where(file, (*path, key)))
+
+
+def repeat_problems(data: bytes, file: str) -> list[Problem]:
+    """Keys a live map's objects give more than once (XCE718), at most
+    MAX_SNAPSHOT_PROBLEMS of them: read one way, they would say what the file does not."""
+    return [_repeat_problem(file, path, key)
+            for path, key in duplicate_keys(data, MAX_SNAPSHOT_PROBLEMS)]
+
+
 def _snapshot_reader(file: str) -> MapReader:
     return MapReader(
         unreadable=lambda err: HINTS.problem(
@@ -140,9 +159,40 @@ def _snapshot_reader(file: str) -> MapReader:
                                       Where(file)),
         problems=lambda doc: snapshot_problems(doc, file),
         trusted=lambda decoded: _trusted(decoded, file),
+        raw=lambda data: repeat_problems(data, file),
     )
 
 
 def load_live_snapshot(path: Path) -> SupplyMap:
     """A live map saved to a file; any problem with it raises UserError naming the file."""
     return read_map(path, _snapshot_reader(str(path))).supply
+
+
+def _owners_of_desired(live: SupplyMap, desired: SupplyMap) -> tuple[int, set[str]]:
+    """How many live entries of desired ids carry ``desired``'s owner tag, and which other
+    owner tags those entries carry."""
+    ours, others = 0, set()
+    for entry_id in desired.entries.keys() & live.entries.keys():
+        owner = live.entries[entry_id].owner
+        if owner == desired.owner:
+            ours += 1
+        elif owner:
+            others.add(owner)
+    return ours, others
+
+
+def other_site_problem(live: SupplyMap, desired: SupplyMap, file: str) -> Problem | None:
+    """A snapshot exported for another site (XCE719): its header names another owner tag, or
+    the entries it shares with this config are all owned by others. Planned, every such
+    entry would be "co-managed, left alone" and the plan would say nothing is to change."""
+    if live.owner and desired.owner and live.owner != desired.owner:
+        return HINTS.problem(SNAPSHOT_OTHER_SITE, f"the live map was exported for {live.owner}; "
+                             f"this site's owner tag is {desired.owner}",
+                             where=Where(file, ("owner",)))
+    ours, others = _owners_of_desired(live, desired)
+    if ours or not others:
+        return None
+    named = ", ".join(sorted(others)[:3]) + (" …" if len(others) > 3 else "")
+    return HINTS.problem(SNAPSHOT_OTHER_SITE, "every entry of the live map that this config "
+                         f"names is owned by another site ({named}), none by {desired.owner}",
+                         where=Where(file))

@@ -21,7 +21,7 @@ import pytest
 
 from compiler import codes
 from compiler.cli import main as compile_main
-from compiler.file_io import MAP_CAP, SITE_FILE_CAP, TEXT_CAP, Cap
+from compiler.file_io import MAP_CAP, SECRET_CAP, SITE_FILE_CAP, TEXT_CAP, Cap
 from tests.apply.small_site import write_site
 
 DRIVE = Path(__file__).with_name("drive.py")
@@ -149,3 +149,40 @@ def test_a_site_file_that_is_no_regular_file_or_too_large_is_an_error(tmp_path: 
         found[kind] = (f"site{i}/bad.yaml:1:1", code, words)
         cases.append({"command": "xce-compile", "argv": [f"site{i}", "--check"]})
     check(found, drive(cases, tmp_path))
+
+
+def test_a_site_drift_template_that_is_no_regular_file_or_too_large_is_an_error(
+    build: Path, tmp_path: Path
+) -> None:
+    """A template of ``--templates DIR`` is read as every input is; before, a FIFO or a
+    device under a template's name was skipped for the bundled one, a link to /proc/kmsg
+    waited for ever."""
+    kinds = [kind for kind in KINDS if kind not in ("/dev/zero", "/dev/urandom")]
+    found, cases = {}, []
+    for i, kind in enumerate(kinds):
+        folder = tmp_path / f"templates{i}"
+        folder.mkdir()
+        found[kind] = bad_input(folder / "report.txt.j2", kind, SITE_FILE_CAP)
+        cases.append({"command": "xce-drift", "argv": [
+            "--desired", f"{build}/supply-map.json", "--no-record", "--templates", str(folder)]})
+    check(found, drive(cases, tmp_path))
+
+
+def test_a_secret_file_that_is_no_regular_file_or_too_large_is_refused_at_once(
+    tmp_path: Path
+) -> None:
+    """``file:`` secret references are read the same way (a FIFO is not waited on)."""
+    found = inputs(tmp_path / "in", SECRET_CAP)
+    script = ("import json, sys\nfrom compiler.secrets import SecretError, resolve\n"
+              "out = []\nfor path in json.load(sys.stdin):\n"
+              "    try:\n        resolve('file:' + path)\n        out.append('read')\n"
+              "    except SecretError as err:\n        out.append(str(err))\n"
+              "print(json.dumps(out))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[2],
+                          input=json.dumps([path for path, _, _ in found.values()]),
+                          capture_output=True, text=True, timeout=HANG, check=True,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS,
+                                                                (MEMORY, MEMORY)))
+    said = dict(zip(found, json.loads(done.stdout), strict=True))
+    for kind, (path, _, words) in found.items():
+        assert said[kind].startswith(f"secret reference file:{path}: ") and words in said[kind]

@@ -14,8 +14,8 @@ twice. Cases:
 - ``pg-terminated`` / ``pg-restarted``: the apply's backends ended by
   ``pg_terminate_backend``, and the server stopped and restarted (a relay in front of it,
   tests/state/pooler.py, as the shared server must not stop);
-- ``sqlite-full`` / ``sqlite-read-only``: the store on a tmpfs that fills up, or is made
-  read-only, under the apply (needs mount: root);
+- ``sqlite-full`` / ``sqlite-read-only``: the store on a tmpfs that fills up, or on an ext4
+  loop device that turns read-only after an error, under the apply (needs mount: root);
 - ``lease``: an apply stopped (SIGSTOP) past its lease, another takes over and finishes,
   the first resumed (SIGCONT) must stop without changing anything.
 
@@ -172,12 +172,50 @@ def _can_mount() -> bool:
     return os.geteuid() == 0 and sys.platform.startswith("linux")
 
 
+@contextmanager
+def ext4(folder: Path, size: str) -> Iterator[Path]:
+    """An ext4 file system on a loop device that turns read-only at its first error, as a
+    real one does (``errors=remount-ro``): writers open on it cannot stop that, while a
+    ``mount -o remount,ro`` of a disk with files open for writing is refused (busy)."""
+    image = folder.with_suffix(".img")
+    subprocess.run(["truncate", "-s", size, str(image)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-o", "loop,errors=remount-ro", str(image), str(folder)],
+                   check=True, capture_output=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False, capture_output=True)
+
+
+def _device(folder: Path) -> str:
+    return subprocess.run(["findmnt", "-no", "SOURCE", str(folder)], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def _turn_read_only(disk: Path) -> None:
+    """An error of the file system (ext4's own trigger): it is read-only from now on."""
+    Path(f"/sys/fs/ext4/{Path(_device(disk)).name}/trigger_fs_error").write_text("stress\n")
+
+
+def _repair(disk: Path) -> None:
+    """As an admin does after such an error: unmount, fsck, mount again, read-write."""
+    image = disk.with_suffix(".img")
+    subprocess.run(["umount", str(disk)], check=True, capture_output=True)
+    subprocess.run(["e2fsck", "-fy", str(image)], check=False, capture_output=True)
+    subprocess.run(["mount", "-o", "loop,errors=remount-ro", str(image), str(disk)],
+                   check=True, capture_output=True)
+
+
 def sqlite_disk(figures: Figures, name: str, site: Site, rng: random.Random) -> None:
-    """The store's disk fills up, or turns read-only, under the apply."""
+    """The store's disk fills up (a tmpfs), or turns read-only (ext4 after an error), under
+    the apply; once the disk is repaired, the next apply finishes the plan."""
     if site.target.backend != "sqlite" or not _can_mount():
         return
     read_only = "read-only" in name
-    with tmpfs(site.root / "disk", "4m") as disk:
+    disk_of = ext4(site.root / "disk", "32M") if read_only else tmpfs(site.root / "disk", "4m")
+    with disk_of as disk:
         onto = Site(site.root, Target("sqlite", str(disk / "state.db")))
         crashing = exec_site(onto)
         digest, ops = crashing.ops()
@@ -185,27 +223,28 @@ def sqlite_disk(figures: Figures, name: str, site: Site, rng: random.Random) -> 
         proc = start_apply(crashing.argv, log)
         _waiting(onto, digest, rng.randrange(1, len(ops) // 2), proc)
         if read_only:
-            subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+            _turn_read_only(disk)
         else:
             _fill(disk / "filler")
         _outcome(figures, name, proc, log, allowed=(0, 1))
         figures.counts["disk faults"] += 1
         if read_only:
-            subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+            _repair(disk)
         else:
-            (disk / "filler").unlink()
+            (disk / "filler").unlink(missing_ok=True)
         settled(figures, name, onto, crashing)
 
 
 def _fill(path: Path) -> None:
+    """Write until the disk is full (it may be full already: the store's own writes)."""
     chunk = b"\0" * 65536
-    with path.open("wb") as fh:
-        try:
+    try:
+        with path.open("wb") as fh:
             while True:
                 fh.write(chunk)
                 fh.flush()
-        except OSError:
-            pass
+    except OSError:
+        pass
 
 
 def lease(figures: Figures, name: str, site: Site, rng: random.Random) -> None:
