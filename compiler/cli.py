@@ -73,7 +73,7 @@ def _body(argv: list[str] | None) -> int:
     if compiled is None or any(p.severity is Severity.ERROR for p in shown):
         if args.format != "text":  # the document asked for; the log reads as always
             sys.stdout.write(text)
-        sys.stderr.write(render(shown, "text", Style.for_stream(sys.stderr)))
+        sys.stderr.write(_log_of_failure(shown, args.format))
         return EXIT_ERROR
     revision = site_revision(args.site)
     supply = compiled.supply_map
@@ -100,6 +100,17 @@ def _body(argv: list[str] | None) -> int:
     _report_success(args.format, text, compiled, revision, manifest["desired_digest"],
                     args.out, manifest["outputs"])
     return EXIT_OK
+
+
+def _log_of_failure(shown: Sequence[Problem], fmt: str) -> str:
+    """What a failed compile writes to stderr: the problems as text, but for ``github``,
+    whose annotations are already the log's lines (each problem would show twice), a count."""
+    if fmt != "github":
+        return render(shown, "text", Style.for_stream(sys.stderr))
+    errors = sum(p.severity is Severity.ERROR for p in shown)
+    codes = ", ".join(dict.fromkeys(f"{p.severity.value}[{p.code}]" for p in shown))
+    return (f"xce-compile: the site does not compile: {errors} error(s), "
+            f"{len(shown) - errors} warning(s) ({codes}), each shown above as an annotation\n")
 
 
 def _shown(revision: Revision) -> str:

@@ -80,6 +80,9 @@ DISCOVERY_NOT_ADMIT = "XCE422"  # group or counters, but the policy admits no ho
 DISCOVERY_OTHERWISE_ALONE = "XCE423"  # otherwise without names: no host is 'otherwise'
 # Job-directory retention (compiler/model/retention.py)
 UNFETCHED_WITHOUT_FETCH = "XCE428"  # retention.unfetched without from: output-fetch
+# Nothing silently accepted (issue 21)
+PATHS_OVERLAP = "XCE429"  # a volume's or a cache's folder inside (or equal to) another's
+BARE_DURATION = "XCE430"  # a warning: a bare number taken as seconds where minutes are usual
 # Warnings (XCE5xx)
 VOLUME_NOT_MOUNTED = "XCE501"
 DATASET_WITHOUT_COPY = "XCE502"

@@ -11,6 +11,7 @@ docs/site-repository.md describes the fixtures and the snapshot workflow.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 INI_SITE = "xce_site"
 SYRUPY_UPDATE = "update_snapshots"  # the dest of syrupy's --snapshot-update
 NOT_COMPILED = pytest.StashKey[str]()  # why the site did not compile, on --snapshot-update
+BROKEN = pytest.StashKey[str]()  # why the site did not compile, on any run
 
 
 class XceSiteWarning(UserWarning):
@@ -71,6 +73,7 @@ def xce_build(pytestconfig: pytest.Config, xce_site_dir: Path) -> SiteBuild:
         build = build_site(xce_site_dir)
     except UserError as err:
         failure = f"the site-config {xce_site_dir} does not compile:\n{render_text(err.problems)}"
+        pytestconfig.stash[BROKEN] = failure
     else:
         for problem in build.warnings:
             warnings.warn(XceSiteWarning(render_text([problem]).splitlines()[0]), stacklevel=1)
@@ -81,6 +84,17 @@ def xce_build(pytestconfig: pytest.Config, xce_site_dir: Path) -> SiteBuild:
         pytestconfig.stash[NOT_COMPILED] = failure
         pytest.skip(f"{failure}its snapshots are kept")
     pytest.fail(failure, pytrace=False)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """A test that never reached its snapshot because the site does not compile is, for
+    syrupy, not run: its snapshots are not "unused" (nor deleted by an update)."""
+    yield
+    if BROKEN in item.config.stash and "xce_build" in getattr(item, "fixturenames", ()):
+        syrupy = getattr(item.config, "_syrupy", None)
+        if syrupy is not None and hasattr(syrupy, "ran_item"):
+            syrupy.ran_item(item.nodeid, "skipped")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -97,6 +111,10 @@ def pytest_terminal_summary(
     if failure is not None:
         terminalreporter.section("xce-gitops: snapshots not updated", red=True)
         terminalreporter.write(f"{failure}its tests were skipped, their snapshots kept\n")
+    elif BROKEN in config.stash:
+        terminalreporter.section("xce-gitops: the site does not compile", red=True)
+        terminalreporter.write("the tests that use it could not compare their snapshots: fix "
+                               "the site-config (the errors above), then run pytest again\n")
 
 
 @pytest.fixture(scope="session")

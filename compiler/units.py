@@ -236,3 +236,31 @@ def age_text(seconds: float) -> str:
         if n >= 2 or (n == 1 and size == 60):
             return f"{n} {unit}" + ("s" if n > 1 else "")
     return "less than a minute"
+
+
+_TEXT_UNITS = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
+# What ``duration_text`` writes, for a reader that takes its values back (a report that
+# folds alike lines shows the range of their durations).
+DURATION_TEXT_PATTERN = r"\b[0-9]+ (?:d|h|min|s)(?: [0-9]+ (?:h|min|s))?\b"
+_TEXT_PART = re.compile(r"([0-9]+) (d|h|min|s)")
+
+
+def duration_text(seconds: float) -> str:
+    """A duration for people, in its two largest units: ``2 d 3 h``, ``1 h 5 min``,
+    ``45 s`` (whole seconds, rounded down; two adjacent units at most, so 1 d 0 h 5 min
+    reads ``1 d``)."""
+    rest = max(0, int(seconds))
+    parts: list[str] = []
+    for unit, size in _TEXT_UNITS:
+        n, rest = divmod(rest, size)
+        if n and len(parts) < 2:
+            parts.append(f"{n} {unit}")
+        elif parts:
+            break
+    return " ".join(parts) or "0 s"
+
+
+def duration_seconds(text: str) -> int:
+    """The seconds of a ``duration_text`` (its inverse, to the unit it shows)."""
+    sizes = dict(_TEXT_UNITS)
+    return sum(int(n) * sizes[unit] for n, unit in _TEXT_PART.findall(text))

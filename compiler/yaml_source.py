@@ -261,7 +261,7 @@ def load_text(
         problems.error(err.code, err.message, err.hint, _mark_where(shown, err))
         return None
     except MarkedYAMLError as err:
-        problems.extend(_duplicate_keys(text, shown) or [_syntax_problem(err, shown)])
+        problems.extend(_duplicate_keys(text, shown) or [_syntax_problem(err, shown, text)])
         return None
     except (YAMLError, RecursionError, ValueError, TypeError) as err:
         problems.error(
@@ -323,7 +323,19 @@ def _surrogate_problem(text: str, shown: str) -> Problem:
     )
 
 
-def _syntax_problem(err: MarkedYAMLError, shown: str) -> Problem:
+def _syntax_problem(err: MarkedYAMLError, shown: str, text: str) -> Problem:
+    """A syntax error in words: what the parser's complaint means here and how to fix it
+    (``_explained``), at the place to fix; the parser's own text only where no case fits."""
+    mark = err.problem_mark or err.context_mark
+    found = _explained(err, text.splitlines()) if mark is not None else None
+    if found is not None:
+        return Problem(
+            codes.NOT_YAML,
+            f"YAML syntax error: {found.message}",
+            found.hint,
+            Where(shown, line=found.line + 1, column=found.column + 1),
+            also=tuple(Where(shown, line=line + 1, column=col + 1) for line, col in found.also),
+        )
     what = err.problem or err.context or "invalid YAML"
     start = err.context_mark
     also: list[Where] = []
@@ -338,6 +350,151 @@ def _syntax_problem(err: MarkedYAMLError, shown: str) -> Problem:
         "check indentation, quoting and brackets around this place",
         _mark_where(shown, err),
         also=tuple(also),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Explained:
+    """A syntax error said plainly, at a 0-based line and column."""
+
+    message: str
+    hint: str
+    line: int
+    column: int
+    also: tuple[tuple[int, int], ...] = ()
+
+
+_TAB_HINT = "indent with spaces only (set the editor to insert spaces for the Tab key)"
+_INDENT_HINT = (
+    "indent with spaces so that the keys of one mapping, and the '-' of one list, start in "
+    "the same column; a value that belongs under a key goes further in than that key"
+)
+# A key with its value glued to the ':' (``name:t``): YAML reads the whole as text.
+_GLUED = re.compile(r"^(\s*(?:- )?)([A-Za-z0-9_][A-Za-z0-9_.-]*):([^\s:/].*)$")
+_KEY = re.compile(r"^\s*(?:- )?[^\s#'\"\[{][^#]*?:(?:\s|$)")
+
+
+def _explained(err: MarkedYAMLError, lines: list[str]) -> _Explained | None:
+    """The usual mistakes, recognised by the parser's complaint and the text around it."""
+    problem, context = err.problem or "", err.context or ""
+    mark = err.problem_mark or err.context_mark
+    line, col = mark.line, mark.column
+    start = err.context_mark
+    text = lines[line] if line < len(lines) else ""
+    indent = text[: len(text) - len(text.lstrip())]
+    if "\t" in indent or "'\\t'" in problem:
+        tab = text.find("\t")
+        return _Explained("a tab indents this line, and YAML forbids tabs for indentation",
+                          _TAB_HINT, line, max(tab, 0))
+    if "quoted scalar" in context and start is not None:
+        return _Explained(
+            f"the quote ({lines[start.line][start.column]}) that starts here is never closed",
+            "close the quote where the value ends; inside \"…\" write \\\" for a quote, "
+            "inside '…' write ''",
+            start.line, start.column, ((line, col),),
+        )
+    if problem.startswith("expected ','"):
+        return _flow(problem, context, start, line, col)
+    if problem == "mapping values are not allowed here":
+        return _colon(lines, line, col)
+    if problem == "could not find expected ':'" and start is not None:
+        return _keyless(lines, start.line, line, col)
+    if problem.startswith("expected <block end>") or "expected key" in problem:
+        return _indentation(problem, context, start, line, col)
+    if "cannot start any token" in problem:
+        char = text[col] if col < len(text) else "?"
+        return _Explained(f"a value cannot start with {char!r} unless it is quoted",
+                          f"quote the value: '{text[col:].strip()}'", line, col)
+    return None
+
+
+def _flow(problem: str, context: str, start: Any, line: int, col: int) -> _Explained:
+    """A ``[`` or ``{`` that runs on into the next line's item, or a ``:`` inside one."""
+    closer = "]" if "]" in problem else "}"
+    opener = "[" if closer == "]" else "{"
+    if start is not None and start.line < line:
+        return _Explained(
+            f"the '{opener}' that starts at line {start.line + 1} is not closed before this",
+            f"close it with '{closer}' on its own line's end; quote a value that holds "
+            f"'{opener}' as text",
+            line, col, ((start.line, start.column),),
+        )
+    return _Explained(
+        f"an item inside '{opener} {closer}' holds an unquoted ':' (or '{opener}')",
+        "quote values that contain ': ' (or the brackets): [\"a: b\"], or write the "
+        "list or mapping one item per line",
+        line, col,
+    )
+
+
+def _colon(lines: list[str], line: int, col: int) -> _Explained:
+    """``mapping values are not allowed here``: a ': ' inside a plain value, a key whose
+    ':' lacks its space on the line before, or a line indented under a plain value."""
+    text = lines[line]
+    key_end = text.find(": ")
+    if 0 <= key_end < col - 1:
+        key, value = text[:key_end].strip(), text[key_end + 2:].strip()
+        return _Explained(
+            "this value holds ': ', which YAML reads as the start of another key",
+            f"quote values that contain ': ': {key}: \"{value}\"" if len(value) < 60 else
+            "quote values that contain ': ' (\"…\")",
+            line, col,
+        )
+    above = line - 1
+    while above >= 0 and not lines[above].strip():
+        above -= 1
+    keyless = _keyless(lines, above, line, col) if above >= 0 else None
+    if keyless is not None:
+        return keyless
+    return _Explained(
+        f"this line is indented further than the key on line {above + 1}, so YAML reads "
+        "it as the rest of that key's value",
+        _INDENT_HINT, line, col, ((above, 0),) if above >= 0 else (),
+    )
+
+
+def _keyless(lines: list[str], at: int, line: int, col: int) -> _Explained | None:
+    """Line ``at`` (0-based) holds no key where one was due: ``name:t`` glued, or no ':'
+    at all; the parser noticed at ``line``, ``col``, named under ``also``."""
+    glued = _GLUED.match(lines[at])
+    if glued is not None:
+        lead, key, value = glued.groups()
+        return _Explained(
+            f"'{key}:{value}' has no space after ':', so YAML reads it as text, not as a key "
+            "and its value",
+            f"write a space after the colon: {key}: {value}",
+            at, len(lead) + len(key) + 1, ((line, col),),
+        )
+    if not _KEY.match(lines[at]):
+        return _Explained(
+            f"line {at + 1} has no ': ' after its key, so YAML reads it and the next line as "
+            "one text",
+            "write 'key: value' with a space after the colon",
+            at, len(lines[at]) - len(lines[at].lstrip()), ((line, col),),
+        )
+    return None
+
+
+def _indentation(problem: str, context: str, start: Any, line: int, col: int) -> _Explained:
+    """``expected <block end>``: a line that lines up with no block above it."""
+    also = ((start.line, start.column),) if start is not None else ()
+    since = f" (the block that starts at line {start.line + 1})" if start is not None else ""
+    if "sequence start" in problem or "'-'" in problem:
+        return _Explained(
+            f"a list item '- ' is not lined up with the items around it{since}",
+            "line the '-' up with the other items of its list, or put the list under a key "
+            "that ends with ':' on the line above",
+            line, col, also,
+        )
+    if "<scalar>" in problem:
+        return _Explained(
+            "text follows a value that ended (a closing quote, or the value of a key)",
+            "quote the whole value, or move the text to a line of its own",
+            line, col, also,
+        )
+    return _Explained(
+        f"this line's indentation does not line up with the lines above it{since}",
+        _INDENT_HINT, line, col, also,
     )
 
 

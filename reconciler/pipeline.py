@@ -30,6 +30,7 @@ from reconciler.live import (
 )
 from reconciler.plan.model import Plan
 from reconciler.planner import make_plan
+from reconciler.planner.guards import Growth
 from reconciler.planner.settings import read_settings
 from reconciler.state.store import ProvisionAttempts, StateStore
 
@@ -246,15 +247,18 @@ def plan_for(desired: Desired, live: Live, *, now: float, targets: Collection[st
              destroy: bool = False, force: bool = False,
              applied_before: bool | None = None,
              attempts: Mapping[str, ProvisionAttempts] | None = None,
-             accepted_shrink: Collection[str] = ()) -> Plan:
+             accepted_shrink: Collection[str] = (), growth: Growth | None = None,
+             accept_growth: Collection[str] = ()) -> Plan:
     """Raises UserError when an applied dataset version would change (dataset_versions).
     ``accepted_shrink`` (``xce-plan --accept-shrink``) is kept in the plan, so the apply
-    that checks it against the providers accepts the same losses."""
+    that checks it against the providers accepts the same losses; ``growth`` and
+    ``accept_growth`` (``--base``, ``--accept-growth``) go to the guards (make_plan)."""
     corrections = enforce_versions(desired.supply, live.supply, desired.versions)
     with gc_paused():  # a view per compared entry: the collector would rescan both maps
         plan = make_plan(desired.supply, live.supply, now=now, targets=targets,
                          destroy=destroy, force=force, desired_digest=desired.digest,
-                         applied_before=applied_before, attempts=attempts)
+                         applied_before=applied_before, attempts=attempts, growth=growth,
+                         accept_growth=accept_growth)
     if accepted_shrink:
         plan = replace(plan, accepted_shrink=tuple(sorted(set(accepted_shrink))))
     return explain_corrections(plan, corrections)

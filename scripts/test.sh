@@ -18,3 +18,7 @@ bash scripts/system-packages.sh  # scontrol (hostlists against real Slurm), chro
 echo "== ruff"; ruff check compiler reconciler tests benchmarks
 echo "== mypy (strict)"; mypy
 echo "== pytest"; pytest -n 2 -p no:cacheprovider --durations=15 "$@"
+
+# The whole suite runs on .venv's Python (the oldest supported, 3.11); the version-sensitive
+# part runs again on the newest Python the machine has, if any (about 40 s; README.md).
+echo "== pytest, version-sensitive part, on the newest Python"; bash scripts/test_other_python.sh

@@ -12,7 +12,7 @@ from compiler.checks.index import Index
 from compiler.model.document import SiteDocument
 from compiler.model.pools import LicensePool
 from compiler.model.quotas import Grant
-from compiler.model.types import WrittenAsSize
+from compiler.model.types import NO_UNIT, WrittenAsSize
 from compiler.model.volumes import Volume
 from compiler.problems import Problems, Where
 from compiler.units import format_size
@@ -91,7 +91,8 @@ def _seat_counts(target: tuple[str, str, str], grants: list[tuple[Grant, Where]]
         problems.error(
             codes.COUNT_NOT_A_NUMBER,
             f"{scope} quota '{grant.subject}' on license pool '{name}' is written as a string, "
-            f"which is a size ({format_size(grant.limit)}): a license pool counts seats",
+            f"which is a size ({format_size(grant.limit)}): a license pool counts seats, and "
+            f"{NO_UNIT}",
             "write the number of seats as a plain number, without quotes or a unit (16)",
             where,
         )

@@ -1,16 +1,19 @@
 """What the scheduler reads of the shared volumes (N15, N9): which volume a job uses (one
-claim per queue, profile or project, at most one default) and whether the access mode
-fits the hosts that mount it and the job directories it holds."""
+claim per queue, profile or project, at most one default), whether the access mode
+fits the hosts that mount it and the job directories it holds, and that no volume's
+folder, nor a dataset cache's, lies inside another's (XCE429)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from compiler import codes
 from compiler.checks.hosts import HostTable
 from compiler.checks.index import Index
 from compiler.model.document import Located, SiteDocument
 from compiler.model.hosts import HostGroup
+from compiler.model.provider_params import DatasetCopyParams, DirectoryParams
 from compiler.model.volumes import Volume
 from compiler.problems import Problems, Where
 
@@ -30,6 +33,8 @@ def check_volumes(doc: SiteDocument, index: Index, hosts: HostTable, problems: P
         kind, target = q.item.target
         if kind == "volume":
             first_quota.setdefault(target, q.where)
+    _check_nested_volumes(volumes, problems)
+    _check_cache_roots(doc, volumes, problems)
     for v in volumes:
         if v.item.access_mode in SINGLE_NODE:
             _check_single_node(v, index, hosts, problems)
@@ -142,3 +147,100 @@ def _check_writes(v: Located[Volume], quota: Where | None, problems: Problems) -
         v.where.child("access_mode"),
         also=also,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Folder:
+    """A folder the site gives one owner: a volume's, or a dataset cache's root."""
+
+    what: str  # "volume 'shared'", "the cache of provider 'gpu-cache'"
+    absolute: bool  # else under the proxy's working folder
+    parts: tuple[str, ...]
+    where: Where
+
+    @property
+    def shown(self) -> str:
+        text = "/".join(self.parts)
+        return "/" + text if self.absolute else f"<workdir>/{text}"
+
+    def meets(self, other: _Folder) -> bool:
+        """One is the other, or inside it (relative and absolute folders never compare)."""
+        n = min(len(self.parts), len(other.parts))
+        return self.absolute == other.absolute and self.parts[:n] == other.parts[:n]
+
+
+def folder_parts(path: str) -> tuple[str, ...]:
+    """A path's folders once normalised: ``/a/b/../c/`` is ``a, c``; ``//a`` is ``a``."""
+    out: list[str] = []
+    for part in path.split("/"):
+        if part == "..":
+            if out:
+                out.pop()
+        elif part not in ("", "."):
+            out.append(part)
+    return tuple(out)
+
+
+def _overlap(later: _Folder, first: _Folder) -> str:
+    """How ``later`` meets ``first``, in words naming both."""
+    if later.parts == first.parts:
+        return f"{later.what} ({later.shown}) is the same folder as {first.what}"
+    if len(later.parts) > len(first.parts):
+        return f"{later.what} ({later.shown}) is inside {first.what} ({first.shown})"
+    return f"{later.what} ({later.shown}) contains {first.what} ({first.shown})"
+
+
+def _report_overlaps(
+    folders: list[_Folder], against: list[_Folder], why: str, problems: Problems
+) -> None:
+    """Each folder that meets one before it (or, with ``against``, one of those), at the
+    later one with the earlier under ``also``."""
+    for i, folder in enumerate(folders):
+        for first in [*against, *folders[:i]]:
+            if folder.meets(first):
+                problems.error(
+                    codes.PATHS_OVERLAP,
+                    f"{_overlap(folder, first)}: {why}",
+                    "give each its own folder, neither inside the other "
+                    "(/shared/xce and /shared/xce-sub, not /shared/xce and /shared/xce/sub)",
+                    folder.where,
+                    also=[first.where],
+                )
+                break
+
+
+def _check_nested_volumes(volumes: list[Located[Volume]], problems: Problems) -> None:
+    """As jobs see them: a volume inside another would get the outer one's user
+    directories, quotas and retention clean-up over its own."""
+    folders = [
+        _Folder(f"volume '{v.item.name}'", True, folder_parts(v.item.path), v.where.child("path"))
+        for v in volumes
+    ]
+    _report_overlaps(folders, [], "the outer volume's clean-up and quotas would reach the "
+                     "inner one's files", problems)
+
+
+def _check_cache_roots(
+    doc: SiteDocument, volumes: list[Located[Volume]], problems: Problems
+) -> None:
+    """On disk: a dataset-copy provider's cache root inside a volume (``<base>/<path>`` of
+    its directory provider), or inside another cache, would have its copies cleaned up or
+    reported by the other owner."""
+    stored = []
+    for v in volumes:
+        params = doc.params.get(v.item.provider)
+        if isinstance(params, DirectoryParams):
+            parts = folder_parts(params.base) + folder_parts(v.item.path)
+            stored.append(_Folder(f"volume '{v.item.name}'", params.base.startswith("/"), parts,
+                                  v.where.child("path")))
+    caches = []
+    for p in doc.providers:
+        params = doc.params.get(p.item.name)
+        if isinstance(params, DatasetCopyParams):
+            root = params.cache_root or f"cache/{p.item.name}"
+            given = ("params", "cache_root") if params.cache_root else ("name",)
+            where = p.where.child(*given)
+            caches.append(_Folder(f"the cache of provider '{p.item.name}'", root.startswith("/"),
+                                  folder_parts(root), where))
+    _report_overlaps(caches, stored, "a dataset cache needs a folder that no volume or other "
+                     "cache holds", problems)

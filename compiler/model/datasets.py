@@ -2,17 +2,58 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic_core import PydanticCustomError
 
 from compiler.model import forms
 from compiler.model.forms import JsonForm
 from compiler.model.types import DatasetName, Description, Name, Size, Strict, Version
-from compiler.names import invisible_reason
+from compiler.names import invisible_reason, shown
 
-Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
+_DIGEST_RE = re.compile(DIGEST_PATTERN)
+_DIGEST_FORM = "'sha256:' and 64 lowercase hex digits"
+# What a missing or malformed digest's problem says to do; PATH is the dataset's when known
+# (compiler/model/document.py, ``_dataset_path``).
+DIGEST_HINT = (
+    "compute it with xce-digest PATH (PATH: the dataset's folder or file) and write the "
+    "sha256:… it prints as 'digest:'"
+)
+
+
+def digest_hint(path: str | None) -> str:
+    """DIGEST_HINT, naming the dataset's files where they are known."""
+    if path is None:
+        return DIGEST_HINT
+    where = "" if path.startswith("/") else " in the site folder"
+    return (
+        f"compute it{where} with 'xce-digest {path}' (the dataset's source) and write the "
+        "sha256:… it prints as 'digest:'"
+    )
+
+
+def _digest(v: Any) -> Any:
+    """A malformed digest says what a digest is, and the hint how to get one."""
+    if not isinstance(v, str) or not _DIGEST_RE.fullmatch(v):
+        text = shown(v) if isinstance(v, str) else repr(v)[:40]
+        raise PydanticCustomError("digest", f"{text} is not a dataset digest: {_DIGEST_FORM}")
+    return v
+
+
+Digest = Annotated[
+    str,
+    BeforeValidator(_digest),
+    JsonForm(lambda: {"type": "string", "pattern": DIGEST_PATTERN,
+                      "errorMessage": f"a dataset digest: {_DIGEST_FORM} (xce-digest PATH)"}),
+]
+
+
+# The digest a correction replaces: as it was applied, never what xce-digest gives now.
+AppliedDigest = Annotated[str, Field(pattern=DIGEST_PATTERN)]
 
 
 MAX_REASON = 500  # characters: a sentence or two, shown on the plan's action line
@@ -47,7 +88,7 @@ Reason = Annotated[str, AfterValidator(_one_line), JsonForm(lambda: forms.reason
 class Replaced(Strict):
     """The applied version a correction replaces, exactly as the cluster has it."""
 
-    digest: Digest = Field(
+    digest: AppliedDigest = Field(
         description="the digest of the version as it was applied",
         examples=["sha256:" + "0" * 63 + "1"],
     )

@@ -22,7 +22,7 @@ from pydantic import Discriminator, Field, GetJsonSchemaHandler, Tag
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from compiler.model.types import Amount, Name, Strict
+from compiler.model.types import Counters, Name, Strict
 
 if TYPE_CHECKING:  # the document holds the site section, which holds this
     from compiler.model.document import Located
@@ -55,7 +55,7 @@ class Discovery(Strict):
         "group's features",
         examples=["burst"],
     )
-    counters: dict[Name, Amount] | None = Field(
+    counters: Counters | None = Field(
         default=None,
         description="counters each admitted host gets (default: its group's)",
         examples=[{"slots": 32, "mem": "128GiB"}],

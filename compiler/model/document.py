@@ -7,6 +7,7 @@ others, and the names of invalid items are still known (no false "unknown refere
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
@@ -14,18 +15,19 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from compiler import codes
-from compiler.model.datasets import Cache, Dataset
+from compiler.model.datasets import DIGEST_HINT, Cache, Dataset, digest_hint
 from compiler.model.drift import DriftParts, read_section
 from compiler.model.errors import problems_from
 from compiler.model.hosts import HostGroup
 from compiler.model.pools import CustomCounter, LicensePool, StoragePool
-from compiler.model.provider_params import BUILTIN_PARAMS
+from compiler.model.provider_params import BUILTIN_PARAMS, DatasetCopyParams
 from compiler.model.providers import Provider, Proxy
 from compiler.model.quotas import Quota
 from compiler.model.site import Site
+from compiler.model.types import BareSeconds
 from compiler.model.volumes import Volume
 from compiler.names import did_you_mean, visible
-from compiler.problems import Problems, Where
+from compiler.problems import Problem, Problems, Where, YPath
 from compiler.yaml_source import SourceFile
 
 LANGUAGE_VERSION = 1
@@ -88,6 +90,9 @@ class SiteDocument:
     params: dict[str, BaseModel] = field(default_factory=dict)
     # The ``drift:`` sections' rules, waivers and notify, each with its place.
     drift: DriftParts = field(default_factory=DriftParts)
+    # A dataset's missing or malformed digest, with the raw dataset: reported once the
+    # providers are known, so that the hint names the path for xce-digest.
+    digest_problems: list[tuple[Problem, Any]] = field(default_factory=list)
 
     def section(self, path: tuple[str, ...]) -> list[Located[Any]]:
         return self.items.get(path, [])
@@ -215,6 +220,40 @@ def _not_read(doc: SiteDocument, data: dict[Any, Any]) -> None:
         _excuse(doc, path, _section(data, data.get("pools"), path))
 
 
+_UNIT_WORDS = {"m": "minutes", "h": "hours", "d": "days"}
+
+
+def _warn_bare_durations(item: BaseModel, where: Where, problems: Problems) -> None:
+    """XCE430 at each duration of minutes or more written as a bare number (BareSeconds):
+    ``join_deadline: 30`` is 30 seconds, which is rarely what was meant."""
+    stack: list[tuple[Any, YPath]] = [(item, where.ypath)]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, BareSeconds):
+            n, unit = int(value), value.meant
+            problems.warning(
+                codes.BARE_DURATION,
+                f"{n} was taken as {n} s; write {n}s, or {n}{unit} if you meant "
+                f"{_UNIT_WORDS[unit]}",
+                "a duration without a unit is seconds: write the unit to say which you meant",
+                Where(where.file, path),
+            )
+        elif isinstance(value, BaseModel):
+            fields = type(value).model_fields
+            stack.extend((getattr(value, k), (*path, f.alias or k)) for k, f in fields.items())
+        elif isinstance(value, dict):
+            stack.extend((v, (*path, str(k))) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, (*path, i)) for i, v in enumerate(value))
+
+
+def _validated(model: type[T], raw: Any, where: Where, problems: Problems) -> T:
+    """``raw`` as ``model`` (ValidationError if it is not), with its warnings reported."""
+    item = model.model_validate(raw)
+    _warn_bare_durations(item, where, problems)
+    return item
+
+
 def _validate_list(
     doc: SiteDocument, src: SourceFile, path: tuple[str, ...], raw: Any, problems: Problems
 ) -> None:
@@ -235,9 +274,13 @@ def _validate_list(
     for i, item in enumerate(raw):
         at = where.child(i)
         try:
-            bucket.append(Located(model.model_validate(item), at))
+            bucket.append(Located(_validated(model, item, at, problems), at))
         except ValidationError as exc:
-            problems.extend(problems_from(exc, model, at))
+            for problem in problems_from(exc, model, at):
+                if problem.hint == DIGEST_HINT:
+                    doc.digest_problems.append((problem, item))
+                else:
+                    problems.add(problem)
             _excuse(doc, path, [item])
 
 
@@ -277,7 +320,7 @@ def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> No
             )
         else:
             try:
-                doc.site = Located(Site.model_validate(data["site"]), where)
+                doc.site = Located(_validated(Site, data["site"], where, problems), where)
             except ValidationError as exc:
                 problems.extend(problems_from(exc, Site, where))
     if "drift" in data:
@@ -316,9 +359,28 @@ def _validate_params(doc: SiteDocument, problems: Problems) -> None:
                 problems.add(problem)
 
 
+def _dataset_path(raw: Any, doc: SiteDocument) -> str | None:
+    """Where a dataset's files are, as xce-digest takes them: its source, under the
+    ``source_base`` of a copy's dataset-copy provider if relative; None if not known."""
+    source = raw.get("source") if isinstance(raw, dict) else None
+    if not isinstance(source, str) or not source:
+        return None
+    if source.startswith("/"):
+        return source
+    copies = raw.get("copies")
+    for copy in copies if isinstance(copies, list) else []:
+        provider = copy.get("provider") if isinstance(copy, dict) else None
+        params = doc.params.get(provider) if isinstance(provider, str) else None
+        if isinstance(params, DatasetCopyParams) and params.source_base:
+            return posixpath.join(params.source_base, source)
+    return None
+
+
 def build_document(files: Iterable[SourceFile], problems: Problems) -> SiteDocument:
     doc = SiteDocument()
     for src in files:
         _validate_file(doc, src, problems)
     _validate_params(doc, problems)
+    for problem, raw in doc.digest_problems:
+        problems.add(replace(problem, hint=digest_hint(_dataset_path(raw, doc))))
     return doc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from typing import Any
@@ -10,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from compiler import codes
+from compiler.model.datasets import DIGEST_HINT
 from compiler.model.drift import OWN_MESSAGES as DRIFT_MESSAGES
 from compiler.model.retention import OWN_MESSAGES as RETENTION_MESSAGES
 from compiler.names import did_you_mean, visible
@@ -35,6 +37,8 @@ _OUT_OF_RANGE = frozenset({
     "string_too_short", "string_too_long", "too_short", "too_long",
 })  # fmt: skip
 
+# ``name:t``: a key and value without the space YAML needs after the ':'.
+_GLUED = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_.-]*):([^\s:/].*)")
 _QUOTE_IT = "quote a date or other special value to pass it as text: '2024-01-01'"
 # Errors whose message says it all: (code, hint).
 _SIZE = (codes.NOT_A_SIZE, SIZE_HINT)
@@ -42,7 +46,12 @@ _OWN_MESSAGE = {
     "size": _SIZE,
     "amount": _SIZE,
     "duration": (codes.NOT_A_DURATION, DURATION_HINT),
+    "count": (
+        codes.COUNT_NOT_A_NUMBER,
+        'write the number alone, without quotes or a unit (64, not "64" or 64GiB)',
+    ),
     "dataset_id": (codes.NOT_PATH_SAFE, "rename it without '@'"),
+    "digest": (codes.NOT_ALLOWED, DIGEST_HINT),
     "json_number": (codes.NOT_ALLOWED, "write a finite number, or quote it to pass it as text"),
     "mode": (codes.NOT_ALLOWED, 'write 3 or 4 octal digits in quotes, e.g. mode: "0700"'),
     "mode_number": (codes.NOT_ALLOWED, 'write the mode in quotes, e.g. mode: "0700"'),
@@ -59,6 +68,11 @@ def _type_hint(etype: str, value: Any) -> str:
         return "write the number without quotes"
     if etype == "int_type" and isinstance(value, float):
         return "write a whole number, without a decimal point"
+    glued = _GLUED.fullmatch(value) if isinstance(value, str) else None
+    if glued is not None and etype in ("model_type", "model_attributes_type", "dict_type"):
+        key, rest = glued.groups()
+        return (f"write a space after the ':' ({key}: {rest}); without it YAML reads "
+                f"'{key}:{rest}' as text, not as a key and its value")
     return "check the type of this value"
 
 
@@ -135,8 +149,8 @@ def translate(err: ErrorDetails, model: type[BaseModel], where: Where) -> Proble
     if etype == "missing":
         name = str(loc[-1]) if loc else "?"
         parent = Where(where.file, where.ypath + loc[:-1])
-        return Problem(codes.MISSING_KEY, f"missing required key '{name}'", f"add '{name}:' here",
-                       parent)
+        hint = DIGEST_HINT if name == "digest" else f"add '{name}:' here"
+        return Problem(codes.MISSING_KEY, f"missing required key '{name}'", hint, parent)
     if etype in _OWN_MESSAGE:
         code, hint = _OWN_MESSAGE[etype]
         return Problem(code, msg, hint, at)

@@ -171,6 +171,26 @@ def amount_form() -> dict[str, Any]:
     }
 
 
+COUNT_MESSAGE = "a count takes a plain number, no unit: e.g. 64, not 64GiB or \"64\""
+
+
+def count_form(minimum: int = 0, maximum: int = MAX_AMOUNT) -> dict[str, Any]:
+    return {**_whole(minimum), "maximum": maximum, "errorMessage": COUNT_MESSAGE}
+
+
+def counters_form(counts: tuple[str, ...]) -> dict[str, Any]:
+    """A mapping of counters: ``counts`` take a count, any other name an amount."""
+    return {
+        "type": "object",
+        "propertyNames": {REF_SLOT: "name"},
+        "properties": {
+            name: {REF_SLOT: "count", "description": f"{name}: a count", "examples": [8]}
+            for name in counts
+        },
+        "additionalProperties": {REF_SLOT: "amount"},
+    }
+
+
 def _whole(minimum: int) -> dict[str, Any]:
     return {"type": "integer", "minimum": minimum, "maximum": MAX_AMOUNT}
 

@@ -10,20 +10,23 @@ from pydantic_core import PydanticCustomError
 from compiler.model import forms
 from compiler.model.forms import JsonForm, given, unset
 from compiler.model.types import (
-    Amount,
     Count,
+    Counters,
     Description,
-    Duration,
     Hostlist,
     HostlistKey,
     Label,
+    MinutesDuration,
     Name,
     Strict,
 )
 from compiler.names import TOPOLOGY_KEY, invisible_reason, shown, too_long_reason
 
 _COUNT_OR_BOUNDS = "give either 'count' or 'min'/'max', not both"
-COUNTERS = "counters of each host (slots, mem, gpu, nvme, …): a count or a size"
+COUNTERS = (
+    "counters of each host: slots, cpus, cores, gpu, gpus take a plain number; any other "
+    "(mem, nvme, …) a count or a size"
+)
 _KEY_FORM = "letters, digits, '.', '_', '-' or '/', starting and ending with a letter or digit"
 SHORTHANDS = ("rack", "switch")  # ``rack: A`` is ``topology: {rack: A}``
 
@@ -80,7 +83,7 @@ class HostOverride(Strict):
 
     model_config = _ONE_SPELLING
 
-    counters: dict[Name, Amount] = Field(
+    counters: Counters = Field(
         default_factory=dict,
         description="counters for these hosts, merged over the group's key by key",
         examples=[{"mem": "1TiB"}],
@@ -134,7 +137,7 @@ class Provisioned(Strict):
         description="instead of 'count': how many hosts may exist at most",
         examples=[16],
     )
-    join_deadline: Duration | None = Field(
+    join_deadline: MinutesDuration | None = Field(
         default=None,
         description="how long a new instance may take to join; default the site's",
         examples=["15m"],
@@ -164,7 +167,7 @@ class HostGroup(Strict):
         "it may use",
         examples=["cn[0001-0512]"],
     )
-    counters: dict[Name, Amount] = Field(
+    counters: Counters = Field(
         default_factory=dict,
         description=COUNTERS + ", merged over the site's default counters",
         examples=[{"slots": 64, "mem": "256GiB"}],

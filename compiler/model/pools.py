@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
-from compiler.model.types import Amount, Count, Description, Name, Size, Strict
+from compiler.model import forms
+from compiler.model.types import (
+    COUNT_COUNTERS,
+    NO_UNIT,
+    Amount,
+    Count,
+    Description,
+    Name,
+    Size,
+    Strict,
+    WrittenAsSize,
+)
 
 
 class Borrow(Strict):
@@ -40,6 +52,11 @@ class StoragePool(Strict):
 
 
 class CustomCounter(Strict):
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"properties": {"name": {"enum": list(COUNT_COUNTERS)}}, "required": ["name"]},
+        "then": {"properties": {"amount": {forms.REF_SLOT: "count"}}},
+    })
+
     name: Name = Field(
         description="the counter's name, unique at its location", examples=["ib-uplink-gbps"]
     )
@@ -49,6 +66,17 @@ class CustomCounter(Strict):
         examples=["site"],
     )
     amount: Amount = Field(description="how much there is: a count or a size", examples=[800])
+
+    @field_validator("amount")
+    @classmethod
+    def _counts_things(cls, value: int, info: ValidationInfo) -> int:
+        """A counter named as one that counts things (slots, gpu) takes a plain number."""
+        name = info.data.get("name")
+        if name in COUNT_COUNTERS and isinstance(value, WrittenAsSize):
+            raise PydanticCustomError(
+                "count", f"counter '{name}' counts things, but its amount is text: {NO_UNIT}"
+            )
+        return value
 
 
 class Pools(Strict):

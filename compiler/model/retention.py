@@ -26,7 +26,7 @@ from pydantic_core import CoreSchema, PydanticCustomError
 from compiler import codes
 from compiler.model import forms
 from compiler.model.forms import unset
-from compiler.model.types import Duration, Strict
+from compiler.model.types import DaysDuration, Strict
 
 Clock = Literal["job-end", "output-fetch"]
 OrphanPolicy = Literal["report", "remove"]
@@ -58,7 +58,7 @@ class Retention(Strict):
 
     model_config = ConfigDict(json_schema_extra=_unfetched_schema())
 
-    keep: Duration = Field(
+    keep: DaysDuration = Field(
         description="how long a job directory is kept after its job's end (or the fetch of "
         "its outputs)",
         examples=["7d"],
@@ -69,7 +69,7 @@ class Retention(Strict):
         description="what the retention counts from: the job's end or the fetch of its outputs",
         examples=[OUTPUT_FETCH],
     )
-    unfetched: Duration | None = Field(
+    unfetched: DaysDuration | None = Field(
         default=None,
         description="with from: output-fetch, how long after its job's end a directory whose "
         "outputs were never fetched is kept; without it, until fetched",

@@ -8,7 +8,16 @@ from pydantic import Field
 
 from compiler.model.discovery import DiscoverySetting
 from compiler.model.hosts import SHORTHANDS, TopologyKey
-from compiler.model.types import Amount, Count, Description, Duration, Name, Strict
+from compiler.model.types import (
+    Attempts,
+    Count,
+    Counters,
+    Description,
+    HoursDuration,
+    MinutesDuration,
+    Name,
+    Strict,
+)
 
 ManagementLevel = Literal["observe", "report", "correct", "correct-destructive"]
 EntryKind = Literal[
@@ -91,7 +100,7 @@ class Settle(Strict):
         "provider holds has reported again since, at most the window",
         examples=["rejoin"],
     )
-    window: Duration = Field(
+    window: MinutesDuration = Field(
         default=600,
         description="how long after the session began the removals wait (0: not at all)",
         examples=["10m"],
@@ -103,26 +112,26 @@ class Provisioning(Strict):
     failure, and a limit. Unset values take the planner's defaults (docs/plan.md,
     "Provisioning backoff"), the one place they are defined: 3 attempts, 15m, 6h."""
 
-    attempts: Annotated[int, Field(ge=1, le=1000)] | None = Field(
+    attempts: Attempts | None = Field(
         default=None,
         description="provisioning attempts whose host never joins before the plan gives up "
         "(default 3)",
         examples=[3],
     )
-    backoff: Duration | None = Field(
+    backoff: MinutesDuration | None = Field(
         default=None,
         description="the wait after the first failure, doubled after each further one "
         "(default 15m)",
         examples=["15m"],
     )
-    max_backoff: Duration | None = Field(
+    max_backoff: HoursDuration | None = Field(
         default=None, description="the longest wait between two attempts (default 6h)",
         examples=["6h"],
     )
 
 
 class HostDefaults(Strict):
-    counters: dict[Name, Amount] = Field(
+    counters: Counters = Field(
         default_factory=dict,
         description="counters every host gets; a group's counters replace them key by key",
         examples=[{"slots": 64, "mem": "256GiB"}],
@@ -155,7 +164,7 @@ class Site(Strict):
         "mapping with name patterns, a group and counters",
         examples=["report", {"policy": "admit", "names": ["burst*"], "group": "burst"}],
     )
-    join_deadline: Duration = Field(
+    join_deadline: MinutesDuration = Field(
         default=1800,
         description="how long an expected host may take to join before it is an orphan",
         examples=["30m"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import (
@@ -61,8 +62,75 @@ class WrittenAsSize(int):
     __slots__ = ()
 
 
+# The counters that count things (slots, GPUs, cores): a plain number only, never a size.
+# Any other counter (mem, nvme, a site's own) is an amount: a count or a size.
+COUNT_COUNTERS = ("slots", "cpus", "cores", "gpu", "gpus")
+NO_UNIT = "a count takes a plain number, no unit"
+
+
+def _not_a_count(v: str, what: str = "") -> PydanticCustomError:
+    """A count written as text: ``64GiB``, ``"16"`` or ``16k`` (XCE107), never bytes."""
+    return PydanticCustomError("count", f"{shown(v)} is not a count{what}: {NO_UNIT}")
+
+
+def _count(v: Any) -> Any:
+    """A count as YAML 1.2 reads it: an int; text (with a unit, or quoted) is XCE107, and
+    any other type is left to the integer check (XCE102)."""
+    if isinstance(v, str):
+        raise _not_a_count(v)
+    return v
+
+
+class _CounterText(str):
+    """A counter of ``COUNT_COUNTERS`` written as text, marked so that ``_amount``, which
+    cannot see the key, refuses it at the key's own place."""
+
+    counter: str
+
+    def __new__(cls, text: str, counter: str) -> _CounterText:
+        out = super().__new__(cls, text)
+        out.counter = counter
+        return out
+
+
+def _counters(v: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """A mapping of counters: those that count things take a plain number."""
+    if isinstance(v, dict):
+        v = {
+            k: _CounterText(x, k) if k in COUNT_COUNTERS and isinstance(x, str) else x
+            for k, x in v.items()
+        }
+    return handler(v)
+
+
+class BareSeconds(int):
+    """A duration whose natural scale is minutes or more (a join deadline, a retention)
+    written as a bare number: taken as seconds, as every duration is, and marked so that
+    the document warns which unit was taken (XCE430); ``meant`` is the unit the key is
+    usually written in."""
+
+    meant: str
+
+    def __new__(cls, seconds: int, meant: str) -> BareSeconds:
+        out = super().__new__(cls, seconds)
+        out.meant = meant
+        return out
+
+
+def _bare(meant: str) -> Callable[[Any, ValidatorFunctionWrapHandler], int]:
+    def mark(v: Any, handler: ValidatorFunctionWrapHandler) -> int:
+        seconds = int(handler(v))
+        if isinstance(v, int) and not isinstance(v, bool) and seconds > 0:
+            return BareSeconds(seconds, meant)
+        return seconds
+
+    return mark
+
+
 def _amount(v: Any, handler: ValidatorFunctionWrapHandler) -> int:
     """A count (int) or a size with a unit (a string), for counters that may be either."""
+    if isinstance(v, _CounterText):
+        raise _not_a_count(str(v), f" ('{v.counter}' counts things)")
     if isinstance(v, int) and not isinstance(v, bool):
         if v < 0:
             raise PydanticCustomError("amount", f"{v} is not an amount: it is negative")
@@ -193,6 +261,11 @@ PositiveSize = Annotated[
     JsonForm(lambda: forms.size_form(positive=True), "positive-size"),
 ]
 Duration = Annotated[int, BeforeValidator(_duration), JsonForm(forms.duration_form, "duration")]
+# Durations usually written in minutes, hours or days: a bare number is seconds, with a
+# warning that says so (BareSeconds).
+MinutesDuration = Annotated[Duration, WrapValidator(_bare("m"))]
+HoursDuration = Annotated[Duration, WrapValidator(_bare("h"))]
+DaysDuration = Annotated[Duration, WrapValidator(_bare("d"))]
 PositiveDuration = Annotated[
     int,
     BeforeValidator(_duration),
@@ -236,5 +309,17 @@ SecretRef = Annotated[Any, JsonForm(forms.reference_form, "secret-reference")]
 Hostlist = Annotated[str, JsonForm(lambda: forms.hostlist_form(empty=True), "hostlist")]
 # An override's key: a hostlist of at least one host.
 HostlistKey = Annotated[str, JsonForm(lambda: forms.hostlist_form(empty=False), "hostlist-key")]
-Count = Annotated[int, Field(ge=0, le=MAX_AMOUNT)]
+Count = Annotated[
+    int, BeforeValidator(_count), Field(ge=0, le=MAX_AMOUNT), JsonForm(forms.count_form, "count")
+]
+# A number of tries (provisioning attempts): a count from 1 to 1000.
+Attempts = Annotated[
+    int, BeforeValidator(_count), Field(ge=1, le=1000), JsonForm(lambda: forms.count_form(1, 1000))
+]
+# A host's counters by name (COUNT_COUNTERS are counts, the others amounts).
+Counters = Annotated[
+    dict[Name, Amount],
+    WrapValidator(_counters),
+    JsonForm(lambda: forms.counters_form(COUNT_COUNTERS), "counters"),
+]
 Description = Annotated[str, Field(max_length=2000)]

@@ -20,6 +20,8 @@ from compiler.scaffold.create import scaffold
 from compiler.scaffold.pipeline import (
     CI_KINDS,
     DEFAULT_BRANCH,
+    DEFAULT_HOOK,
+    HOOKS,
     PATHS,
     PRINTABLE,
     Pipeline,
@@ -61,6 +63,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ci", choices=CI_KINDS, help="the pipeline file to write: "
                    f"{PATHS['github']} (github, the default), {PATHS['gitlab']} (gitlab) or "
                    f"none; {PATHS['pre-commit']} is written in each case")
+    p.add_argument("--hook", choices=HOOKS, default=DEFAULT_HOOK,
+                   help="how the pre-commit hook gets xce-compile: python (the default) installs "
+                   "the pinned release from your package index; system runs the xce-compile "
+                   "installed where you commit, for a site that installs xce-gitops from a "
+                   "wheel (no index holds it)")
     printing = p.add_argument_group("printing a pipeline file for an existing repository")
     printing.add_argument("--print-ci", choices=PRINTABLE, metavar="KIND",
                           help="print the file of KIND (github, gitlab or pre-commit) on "
@@ -101,6 +108,7 @@ def _print_ci(args: argparse.Namespace) -> int:
         site=site_folder(args.site or "."),
         branch=branch_name(args.branch or DEFAULT_BRANCH, "--branch"),
         notify=args.notify,
+        hook=args.hook,
     )
     sys.stdout.write(pipeline.render(args.print_ci))
     return EXIT_OK
@@ -112,7 +120,7 @@ def _body(argv: list[str] | None) -> int:
     _check_usage(p, args)
     if args.print_ci is not None:
         return _print_ci(args)
-    created = scaffold(args.dir, args.site_name, args.example, args.ci or "github")
+    created = scaffold(args.dir, args.site_name, args.example, args.ci or "github", args.hook)
     here = created.target.resolve() == Path.cwd().resolve()
     cd = "" if here else f"cd {shlex.quote(str(created.target))} && "
     sys.stdout.write(

@@ -26,7 +26,13 @@ from compiler.bundled import example_site_dir
 from compiler.model.types import Name
 from compiler.problems import Problem, UserError
 from compiler.scaffold import codes
-from compiler.scaffold.pipeline import DEFAULT_BRANCH, Pipeline, branch_name, environment
+from compiler.scaffold.pipeline import (
+    DEFAULT_BRANCH,
+    DEFAULT_HOOK,
+    Pipeline,
+    branch_name,
+    environment,
+)
 
 # the small site's files, and the repository's own: output path -> template
 SMALL_SITE = {
@@ -215,7 +221,8 @@ def move_into(staging: Path, target: Path) -> None:
         ) from err
 
 
-def scaffold(target: Path, site_name: str | None, example: bool, ci: str = "github") -> Created:
+def scaffold(target: Path, site_name: str | None, example: bool, ci: str = "github",
+             hook: str = DEFAULT_HOOK) -> Created:
     """Make the repository in a staging folder, then move it into ``target``. Its pipeline
     files apply the branch git starts on; the example site mails its drift (it has
     ``drift.notify``), the small site does not."""
@@ -225,7 +232,7 @@ def scaffold(target: Path, site_name: str | None, example: bool, ci: str = "gith
         staging = Path(tmp)
         repo = init_repository(staging, target)
         branch = branch_name(repo.head.reference.name, "git config init.defaultBranch")
-        pipeline = Pipeline(ci=ci, branch=branch, notify=example)
+        pipeline = Pipeline(ci=ci, branch=branch, notify=example, hook=hook)
         if example:
             copy_example(staging)
         else:

@@ -35,6 +35,11 @@ TEMPLATES = {
     "pre-commit": "ci/pre-commit-config.yaml.j2",
 }
 DEFAULT_BRANCH = "main"
+# xce-init --hook: how the pre-commit hook gets xce-compile (docs/ci.md, "The pre-commit hook"):
+# python installs the pinned release from the package index into pre-commit's own environment;
+# system runs the xce-compile installed where the admin commits (a site that installs wheels)
+HOOKS = ("python", "system")
+DEFAULT_HOOK = "python"
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]*")
 
 
@@ -53,12 +58,14 @@ def environment() -> jinja2.Environment:
 @dataclass(frozen=True, slots=True)
 class Pipeline:
     """What the pipeline files say: which CI, the site folder (relative to the repository's
-    top), the branch that is applied, and whether the nightly drift check mails."""
+    top), the branch that is applied, whether the nightly drift check mails, and how the
+    pre-commit hook gets xce-compile (HOOKS)."""
 
     ci: str = "github"
     site: str = "."
     branch: str = DEFAULT_BRANCH
     notify: bool = False
+    hook: str = DEFAULT_HOOK
 
     def context(self) -> dict[str, object]:
         return {
@@ -68,6 +75,7 @@ class Pipeline:
             "site": self.site,
             "branch": self.branch,
             "notify": self.notify,
+            "hook": self.hook,
         }
 
     def files(self) -> dict[str, str]:

@@ -28,6 +28,7 @@ from reconciler.plan import codes
 from reconciler.plan.file import SavedPlan
 from reconciler.plan.model import Action, Plan
 from reconciler.plan.redact import redacted
+from reconciler.planner.guards import growth_still_accepted
 from reconciler.planner.kinds import DATA_KINDS
 from reconciler.state.store import ProvisionAttempts
 
@@ -45,7 +46,7 @@ def check_conformance(saved: SavedPlan, desired: Desired, live: Live, *, planned
                               applied_before=applied_before, attempts=attempts),
                      desired.bindings.redactor())
     problems = [*_actions(saved.plan, again, desired), *_destroy(saved, again),
-                *_resets(saved.plan, again)]
+                *_resets(saved.plan, again), *growth_still_accepted(saved.plan, again)]
     if problems:
         more = len(problems) - SHOWN
         shown = problems[:SHOWN]

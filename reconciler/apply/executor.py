@@ -123,10 +123,11 @@ class Executor:
         while stack:
             for dependent in self._graph.dependents[stack.pop()]:
                 if dependent not in self._outcomes:
-                    self._record(dependent, self._skip(dependent, code, why, hint))
+                    self._record(dependent, self._skip(dependent, code, why, hint, cause=root))
                     stack.append(dependent)
 
-    def _skip(self, action_id: str, code: str, message: str, hint: str | None = None) -> Outcome:
+    def _skip(self, action_id: str, code: str, message: str, hint: str | None = None, *,
+              cause: str | None = None) -> Outcome:
         return Outcome(self._graph.actions[action_id], self._op_ids[action_id], Status.SKIPPED,
                        code=code, message=message,
-                       hint=codes.HINTS.get(code, "") if hint is None else hint)
+                       hint=codes.HINTS.get(code, "") if hint is None else hint, cause=cause)

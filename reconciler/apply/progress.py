@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from reconciler.apply.render import waiting_text
 from reconciler.apply.report import Outcome, Status
 
 
@@ -51,13 +52,16 @@ class PlainLines:
     """``[  12/340] done          create volume-dir/shared/alice (shared-fs) 0.02s``.
 
     Actions an earlier run of the plan did are one line per run of them, counted per kind
-    (resuming a 3,296-action plan near its end does not print 3,000 lines of nothing)."""
+    (resuming a 3,296-action plan near its end does not print 3,000 lines of nothing); the
+    actions skipped because one failed are one line with it (the executor settles them in
+    a row), not one each."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._total = 0
         self._count = 0
         self._done_before: Counter[str] = Counter()  # kind → already-done actions not shown
+        self._waiting: list[Outcome] = []  # skipped, waiting on one cause: not shown yet
 
     def start(self, total: int) -> None:
         self._total = total
@@ -67,6 +71,13 @@ class PlainLines:
             self._count += 1
             self._done_before[outcome.action.kind] += 1
             return
+        if outcome.status is Status.SKIPPED and outcome.cause is not None:
+            if self._waiting and self._waiting[0].cause != outcome.cause:
+                self._say_waiting()
+            self._count += 1
+            self._waiting.append(outcome)
+            return
+        self._say_waiting()
         self._say_done_before()
         self._count += 1
         took = f" {outcome.seconds:.2f}s" if outcome.status is Status.DONE else ""
@@ -80,12 +91,22 @@ class PlainLines:
                        f"by an earlier run of this plan ({kinds})")
             self._done_before.clear()
 
+    def _say_waiting(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        if len(waiting) == 1:
+            self._line(Status.SKIPPED.value, describe(waiting[0]))
+        elif waiting:
+            first = waiting[0]
+            self._line(Status.SKIPPED.value, f"{len(waiting):,} actions: {first.code} "
+                       f"{first.message}: {waiting_text(waiting)}")
+
     def _line(self, status: str, text: str) -> None:
         width = len(str(self._total))
         self._stream.write(f"[{self._count:>{width}}/{self._total}] {status:<13}{text}\n")
         self._stream.flush()
 
     def close(self) -> None:
+        self._say_waiting()
         self._say_done_before()
         self._stream.flush()
 

@@ -17,7 +17,8 @@ from compiler.formats import Formats
 from compiler.problem_render import fold_subjects, generic, group_by_subject, problem_to_json
 from compiler.problems import Problem
 from compiler.textstyle import Style
-from reconciler.apply.report import ApplyReport, Outcome, Status
+from reconciler.apply import codes
+from reconciler.apply.report import ApplyReport, FollowOn, Outcome, Status
 from reconciler.plan.render.common import entries, unknown_by_provider
 
 
@@ -47,6 +48,66 @@ def _outcome_lines(outcome: Outcome) -> list[str]:
     if outcome.hint:
         lines.append(f"    hint: {outcome.hint}")
     return lines
+
+
+def _not_done_lines(report: ApplyReport, s: Style) -> list[str]:
+    """Failed actions one by one; skips of their own; and what waited on those, one line
+    per cause (a failed dataset copy keeps 324 actions waiting: one line, not 324)."""
+    out = []
+    failed = [o for o in report.outcomes if o.status is Status.FAILED]
+    if failed:
+        out.append(f"{s.bold('Failed')} ({len(failed)}):")
+        for outcome in failed:
+            out.extend(_outcome_lines(outcome))
+    follow_ons = report.follow_ons()
+    waited = {o.action.id for f in follow_ons for o in f.waited}
+    skipped = [o for o in report.outcomes
+               if o.status is Status.SKIPPED and o.action.id not in waited]
+    if skipped:
+        out.append(f"{s.bold('Skipped')} ({len(skipped)}):")
+        out.extend(_skipped_lines(skipped))
+    if follow_ons:
+        out.append(f"{s.bold('Not run')} ({len(waited)}), waiting on an action that failed or "
+                   "was skipped:")
+        out.extend(_follow_on_line(f) for f in follow_ons)
+        if any(f.cause.status is Status.FAILED for f in follow_ons):  # a gate's hint is above
+            out.append(f"  hint: {codes.HINTS[codes.SKIP_DEPENDENCY]}")
+    return out
+
+
+def _skipped_lines(skipped: Sequence[Outcome]) -> list[str]:
+    """Skips of their own (a gate, a stop), each once for the actions it is alike for (the
+    same code and words but for the entry's name), naming their entries compactly."""
+    groups: dict[tuple[str | None, str, str], list[Outcome]] = {}
+    for o in skipped:
+        key = (o.code, generic(o.message, o.action.entry), o.hint)
+        groups.setdefault(key, []).append(o)
+    out = []
+    for (code, message, hint), alike in groups.items():
+        if len(alike) == 1:
+            out.extend(_outcome_lines(alike[0]))
+            continue
+        out.append(f"  {len(alike)} actions, {waiting_text(alike)}: {code} {message}")
+        if hint:
+            out.append(f"    hint: {hint}")
+    return out
+
+
+def waiting_text(outcomes: Sequence[Outcome]) -> str:
+    """``create host/gn[001-064], counter/gpu@host/gn[001-064]; update host-group/gpu``:
+    the entries per verb, folded as hostlists are."""
+    by_verb: dict[str, list[str]] = {}
+    for o in outcomes:
+        by_verb.setdefault(o.action.verb.value, []).append(o.action.entry)
+    return "; ".join(f"{verb} {fold_subjects(ids)}" for verb, ids in by_verb.items())
+
+
+def _follow_on_line(follow_on: FollowOn) -> str:
+    """``324 actions not run because stage dataset-copy/… failed (XCE835): create …``."""
+    cause, n = follow_on.cause, len(follow_on.waited)
+    how = "failed" if cause.status is Status.FAILED else "was skipped"
+    return (f"  {n} action{'s' * (n != 1)} not run because {cause.action.verb} "
+            f"{cause.action.entry} {how} ({cause.code}): {waiting_text(follow_on.waited)}")
 
 
 def _problem_lines(problems: tuple[Problem, ...]) -> list[str]:
@@ -99,12 +160,7 @@ def render_text(report: ApplyReport, style: Style | None = None) -> str:
     if report.stale:
         out.append(f"{len(report.stale)} problem(s); nothing was changed:")
         out.extend(_problem_lines(report.stale))
-    for title, status in (("Failed", Status.FAILED), ("Skipped", Status.SKIPPED)):
-        chosen = [o for o in report.outcomes if o.status is status]
-        if chosen:
-            out.append(f"{s.bold(title)} ({len(chosen)}):")
-            for outcome in chosen:
-                out.extend(_outcome_lines(outcome))
+    out.extend(_not_done_lines(report, s))
     warned = [o for o in report.outcomes if o.warnings]
     if warned:
         out.append(f"{s.yellow('Done with warnings')} ({len(warned)}):")
@@ -126,8 +182,15 @@ def _outcome_json(o: Outcome) -> dict[str, Any]:
     return {"id": a.id, "action": a.verb.value, "entry": a.entry, "provider": a.provider,
             "op_id": o.op_id, "status": o.status.value, "attempts": o.attempts, "code": o.code,
             "message": o.message, "hint": o.hint, "error": o.error,
-            "warnings": list(o.warnings),
+            "warnings": list(o.warnings), "cause": o.cause,
             "seconds": round(o.seconds, 3)}
+
+
+def _follow_on_json(follow_on: FollowOn) -> dict[str, Any]:
+    cause = follow_on.cause
+    return {"cause": cause.action.id, "action": cause.action.verb.value,
+            "entry": cause.action.entry, "status": cause.status.value, "code": cause.code,
+            "count": len(follow_on.waited), "waited": [o.action.id for o in follow_on.waited]}
 
 
 def report_json(report: ApplyReport) -> dict[str, Any]:
@@ -142,6 +205,7 @@ def report_json(report: ApplyReport) -> dict[str, Any]:
         "seconds": round(report.seconds, 3),
         "counts": report.counts(),
         "actions": [_outcome_json(o) for o in report.outcomes],
+        "follow_on": [_follow_on_json(f) for f in report.follow_ons()],
         "stale": [problem_to_json(p) for p in report.stale],
         "stopped": None if report.stopped is None else problem_to_json(report.stopped),
         "notices": [problem_to_json(p) for p in report.notices],

@@ -42,10 +42,20 @@ class Outcome:
     seconds: float = 0.0
     stop: Problem | None = None  # set when this outcome must stop the whole apply
     warnings: tuple[str, ...] = ()  # what a provider did differently (e.g. owner not applied)
+    cause: str | None = None  # skipped: the action (id) whose failure or skip kept it waiting
 
     @property
     def ok(self) -> bool:
         return self.status in SUCCEEDED
+
+
+@dataclass(frozen=True, slots=True)
+class FollowOn:
+    """The actions that did not run because ``cause`` failed or was skipped: what waited on
+    one failure is said once, with it, not once per waiting action."""
+
+    cause: Outcome
+    waited: tuple[Outcome, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +71,18 @@ class ApplyReport:
     stale: tuple[Problem, ...] = ()
     seconds: float = 0.0
     unknown: tuple[Note, ...] = ()  # nothing was planned for these: their provider was silent
+
+    def follow_ons(self) -> tuple[FollowOn, ...]:
+        """The skipped actions that waited on another, per cause (in plan order of the
+        cause); a skip whose cause is not in the report stands alone, as its own cause."""
+        by_id = {o.action.id: o for o in self.outcomes}
+        waited: dict[str, list[Outcome]] = {}
+        for o in self.outcomes:
+            if o.cause is not None and o.cause in by_id:
+                waited.setdefault(o.cause, []).append(o)
+        order = {action_id: i for i, action_id in enumerate(by_id)}
+        causes = sorted(waited, key=order.__getitem__)
+        return tuple(FollowOn(by_id[c], tuple(waited[c])) for c in causes)
 
     def counts(self) -> dict[str, int]:
         counted = Counter(o.status for o in self.outcomes)

@@ -7,6 +7,11 @@ volume's empty mount point is never taken for an empty volume. A folder they did
 restored from a copy — is adopted once, by an admin who has checked it is the right one:
 this command writes a new marker into it and records it in the provider's state. It
 changes nothing else; the next plan reads what the root holds.
+
+A user directory made by hand (``volume-dir/<volume>/<user>``, one that site-config wants)
+is found untagged, so the plan never touches it and warns when it differs (XCE757). Adopting
+it, as Terraform's ``import`` does, tags it with the site's owner: the next apply corrects its
+mode and owner. Nothing on disk changes here.
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ from compiler.bindings import BindingError
 from compiler.cli_runner import EXIT_OK, UsageParser, run_cli
 from compiler.names import did_you_mean
 from compiler.problems import Hints, UserError
+from compiler.supply_map import Entry
 from reconciler.cli.options import add_workdir
 from reconciler.pipeline import Desired, default_workdir, load_desired
 from reconciler.protocol import ErrorCode, ProviderError
+from reconciler.providers.directory import AdoptedDir, DirectoryProvider
 from reconciler.providers.registry import BUILTINS
 from reconciler.providers.root_marker import MARKER, Adoptable, Adopted
 
@@ -58,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("provider", help="the provider whose root it is (a directory or "
                    "dataset-copy provider of the site)")
     p.add_argument("volume", nargs="?", help="for a directory provider: the volume whose root "
-                   "to adopt (shared, or volume/shared); a dataset-copy provider has one root")
+                   "to adopt (shared, or volume/shared), or a user directory made by hand "
+                   "(volume-dir/shared/alice); a dataset-copy provider has one root")
     return p
 
 
@@ -96,12 +104,50 @@ def _lines(name: str, adopted: Adopted) -> str:
             "  nothing else was changed; the next plan reads what the root holds\n")
 
 
+def _dir_lines(name: str, adopted: AdoptedDir, wanted: Entry) -> str:
+    spec, want = adopted.found.spec, wanted.spec
+    if adopted.already:
+        return (f"{PROG}: {adopted.id} ({adopted.shown}) was managed already (provider "
+                f"{name}); nothing was changed\n")
+    return (f"{PROG}: adopted {adopted.shown} as {adopted.id} (provider {name})\n"
+            f"  found: mode {spec.get('mode')}, owner {spec.get('owner')}; site-config: mode "
+            f"{want.get('mode')}, owner {want.get('owner')}\n"
+            "  nothing on disk was changed; the next apply sets what differs\n")
+
+
+def _adopt_dir(desired: Desired, provider: Adoptable, name: str, target: str) -> str:
+    """Adopt the user directory ``target`` (``volume-dir/<volume>/<user>``) that site-config
+    binds to provider ``name``: one config does not want would be an orphan once ours."""
+    wanted = desired.supply.entries.get(target)
+    parts = target.split("/")
+    if not isinstance(provider, DirectoryProvider) or len(parts) != 3:
+        raise UserError([HINTS.problem(NOTHING_TO_ADOPT, f"{target}: name a user directory "
+                                       "of a directory provider, volume-dir/VOLUME/USER", name)])
+    if wanted is None or wanted.provider != name:
+        raise UserError([HINTS.problem(CANNOT_ADOPT, f"{target} is not in site-config for "
+                                       f"provider '{name}': adopted, it would be an orphan of "
+                                       "the next plan", name, "add the user to the volume's "
+                                       "users in site-config first; nothing was adopted")])
+    try:
+        adopted = provider.adopt_dir(parts[1], parts[2], desired.supply.owner or "")
+    except ProviderError as err:
+        code = NOTHING_TO_ADOPT if err.code is ErrorCode.INVALID_ARGUMENT else CANNOT_ADOPT
+        raise UserError([HINTS.problem(code, err.message, name)]) from None
+    return _dir_lines(name, adopted, wanted)
+
+
 def _body(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     site = None if args.desired is not None else args.site
     desired = load_desired(site, args.desired)
     workdir = args.workdir if args.workdir is not None else default_workdir(site, args.desired)
     provider, kind = _provider(desired, args.provider, Path(workdir))
+    if (args.volume or "").startswith("volume-dir/"):
+        try:
+            sys.stdout.write(_adopt_dir(desired, provider, args.provider, args.volume))
+        finally:
+            provider.close()
+        return EXIT_OK
     volume = (args.volume or "").removeprefix("volume/") or None
     entry: dict[str, Any] | None = None
     if kind == "directory" and volume is not None:

@@ -213,7 +213,7 @@ def _reviewed(args: argparse.Namespace) -> ApplyReport:
                             desired, store)
             if report.exit_code == EXIT_OK:
                 reviewed.mark_applied(store, found, desired)
-            return report
+            return replace(report, stale=reviewed.stale_hints(report.stale, site))
         return _unreviewed(args, site, desired, workdir, store)
 
 

@@ -47,11 +47,24 @@ from reconciler.plan.render import FORMATS, render_github, render_markdown
 from reconciler.plan.render import render as render_plan
 from reconciler.plan.render.github import Place
 from reconciler.plan.render.markdown import LIMIT
+from reconciler.planner.guards import Growth
 from reconciler.state import ENV_URL, StateStore, open_store
 from reconciler.state.store import RecordedPlan
 
 if TYPE_CHECKING:
     from compiler.config_diff import ConfigDiff
+
+
+def _review_options(p: argparse.ArgumentParser) -> None:
+    """--record and the branch it records for (docs/apply.md, "Reviewed plans")."""
+    p.add_argument("--record", action="store_true",
+                   help="record the plan in the state store as the plan under review for "
+                   "this config (its desired digest and git commit), for xce-apply "
+                   f"--reviewed; creates <workdir>/{STATE_FILE} when there is no store")
+    p.add_argument("--branch", metavar="NAME",
+                   help="with --record: the branch (pull request) the plan is for; it "
+                   "supersedes the older pending plans of that branch (default: the git "
+                   "branch checked out; none on a detached HEAD)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -88,10 +101,12 @@ def parser() -> argparse.ArgumentParser:
                    help="trust PROVIDER although its inventory lost more than "
                    "safety.max_inventory_loss since the last trusted read (the loss is "
                    "real); kept in the saved plan, whose xce-apply records the new counts")
-    p.add_argument("--record", action="store_true",
-                   help="record the plan in the state store as the plan under review for "
-                   "this config (its desired digest and git commit), for xce-apply "
-                   f"--reviewed; creates <workdir>/{STATE_FILE} when there is no store")
+    p.add_argument("--accept-growth", action="append", default=[], metavar="PROVIDER",
+                   help="with --base: accept, for this plan only, that it creates more than "
+                   "safety.max_create_fraction of PROVIDER's entries because the config adds "
+                   "them; kept in the saved plan, whose xce-apply checks it again; "
+                   "the site's settings stay as they are")
+    _review_options(p)
     p.add_argument("--base", metavar="REV",
                    help="also show what the config changes against the git revision REV of "
                    "the site's repository (e.g. origin/main): entries added, removed and "
@@ -189,6 +204,14 @@ def _against(args: argparse.Namespace, site: Path, desired: Desired) -> ConfigDi
     return against_base(site, args.base, args.policies, desired.supply)
 
 
+def _growth(against: ConfigDiff | None) -> Growth | None:
+    """What --base found the config added, which tells the guards intended growth from an
+    inventory that shrank (None: no --base, or a base whose entries were not compared)."""
+    if against is None or against.entries is None:
+        return None
+    return Growth(against.label, frozenset(e.id for e in against.entries.added))
+
+
 def _shown(plan: Plan, args: argparse.Namespace, saved: bool,
            against: ConfigDiff | None, place: Place | None = None) -> str:
     """The plan in --format, with the config diff beside it when --base asked for one."""
@@ -201,9 +224,16 @@ def _shown(plan: Plan, args: argparse.Namespace, saved: bool,
                   Style.for_stream(sys.stdout))
 
 
+def _check_record(args: argparse.Namespace) -> None:
+    if args.record and args.target:
+        parser().error("--record keeps the plan of the whole config for review: drop --target")
+    if args.branch is not None and not args.record:
+        parser().error("--branch names the branch a recorded plan is for: give --record too")
+
+
 def _recorded(args: argparse.Namespace, workdir: Path, desired: Desired, plan: Plan,
               origin: Origin, seal: Seal | None, data: bytes | None,
-              problems: list[Problem]) -> RecordedPlan | None:
+              problems: list[Problem], site: Path | None) -> RecordedPlan | None:
     """--record: keep the plan for review, the bytes --out writes (``data`` when saved),
     before anything is printed, as the save; a blocked plan is not kept (a warning says so)."""
     if not args.record:
@@ -212,7 +242,8 @@ def _recorded(args: argparse.Namespace, workdir: Path, desired: Desired, plan: P
         problems.append(reviewed.not_recorded())
         return None
     data = data or plan_file_bytes(plan, destroy=args.destroy, origin=origin, seal=seal)
-    return reviewed.record(args.state, workdir / STATE_FILE, desired, data)
+    branch = reviewed.checkout_branch(site) if args.branch is None else args.branch
+    return reviewed.record(args.state, workdir / STATE_FILE, desired, data, branch)
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -244,8 +275,7 @@ def _body(argv: list[str] | None) -> int:
     against = _against(args, site, desired)
     workdir = args.workdir or default_workdir(site, args.desired)
     existed = workdir.is_dir()  # before the providers are asked: they make their folders
-    if args.record and args.target:
-        parser().error("--record keeps the plan of the whole config for review: drop --target")
+    _check_record(args)
     now = _now(args)
     keep = args.record or args.out is not None  # signed with the store's key: it must exist
     # a store made now only to sign the plan knows no history: plan as without one
@@ -264,7 +294,8 @@ def _body(argv: list[str] | None) -> int:
                              default_store=workdir / STATE_FILE, option=args.state)
     plan = plan_for(desired, live, now=now, targets=args.target, destroy=args.destroy,
                     force=args.force, applied_before=applied, attempts=attempts,
-                    accepted_shrink=args.accept_shrink)
+                    accepted_shrink=args.accept_shrink, growth=_growth(against),
+                    accept_growth=args.accept_growth)
     err_style = Style.for_stream(sys.stderr)
     problems = [*desired.warnings, *live.problems]
     if args.live is not None:  # a snapshot's unknown providers explain the exit code
@@ -278,7 +309,7 @@ def _body(argv: list[str] | None) -> int:
     data = None
     if saved:  # before anything is printed: a failure to save leaves one document
         data = save_plan(args.out, shown, destroy=args.destroy, origin=origin, seal=seal)
-    recorded = _recorded(args, workdir, desired, shown, origin, seal, data, problems)
+    recorded = _recorded(args, workdir, desired, shown, origin, seal, data, problems, site)
     place = None if desired.origins is None else desired.origins.place
     sys.stdout.write(_shown(shown, args, saved, against, place))
     if problems:

@@ -12,16 +12,16 @@ from __future__ import annotations
 import shlex
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from compiler.secrets import Redactor
 from compiler.supply_map import Entry, SupplyMap
 from reconciler.drift.model import Category, FieldDiff, Finding
+from reconciler.drift.steps import FIX_PLAN, next_step
 from reconciler.plan.model import Action, Note, Plan
 from reconciler.planner.compare import field_changes
 
-FIX_PLAN = "drift-fix.plan"  # the plan file the fix command saves and applies
 _NOTED = (("orphans", Category.ORPHAN), ("drift_reported", Category.NOT_CORRECTED),
           ("co_managed", Category.CO_MANAGED))
 
@@ -37,6 +37,11 @@ class Fixer:
         plan = ["xce-plan", *self.site_args, "--target", action.entry, "--out", FIX_PLAN]
         apply = ["xce-apply", *(["--allow-destroy"] if action.destructive else []), FIX_PLAN]
         return f"{shlex.join(plan)} && {shlex.join(apply)}"
+
+    def step(self, category: Category, entry: str, kind: str, provider: str | None,
+             reason: str) -> str:
+        """What to do next about a finding the plan does not correct (steps.py)."""
+        return next_step(category, entry, kind, provider, reason, self.site_args)
 
 
 def _category(action: Action) -> Category:
@@ -114,4 +119,6 @@ def findings(plan: Plan, desired: SupplyMap, live: SupplyMap, fixer: Fixer,
     for name, category in _NOTED:
         found += [_note(m, category, n) for n in getattr(plan, name)]
     found += _unknown(m, plan.unknown)
-    return tuple(sorted(found, key=lambda f: (f.kind, f.provider or "", f.entry, f.category)))
+    stepped = (f if f.fix is not None or f.category is Category.CO_MANAGED else replace(
+        f, step=fixer.step(f.category, f.entry, f.kind, f.provider, f.reason)) for f in found)
+    return tuple(sorted(stepped, key=lambda f: (f.kind, f.provider or "", f.entry, f.category)))

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from compiler.problems import Problem
 from compiler.units import age_text
@@ -77,7 +77,8 @@ class FieldDiff:
 class Finding:
     """One drift. ``desired_state``/``live_state`` are None where that map lacks the entry;
     ``fix`` is the command that corrects it (None: the plan does not). An unknown provider
-    is one finding (``entry`` ``provider/<name>``) standing for ``count`` entries."""
+    is one finding (``entry`` ``provider/<name>``) standing for ``count`` entries; ``step``
+    is what to do next about one the plan does not correct."""
 
     category: Category
     entry: str
@@ -91,6 +92,7 @@ class Finding:
     count: int = 1
     since: datetime | None = None  # first seen, from the drift ledger
     remark: str = ""  # what an ignore rule or waiver says about it
+    step: str = ""  # what to do next when the plan does not correct it (steps.py)
 
     @property
     def subject(self) -> str:
@@ -104,6 +106,7 @@ class Finding:
             "desired_state": self.desired_state, "live_state": self.live_state,
             "fields": [f.to_json() for f in self.fields], "fix": self.fix,
             "count": self.count, "since": _iso(self.since), "remark": self.remark,
+            "step": self.step,
         }
 
     @classmethod
@@ -113,7 +116,15 @@ class Finding:
             str(doc.get("reason", "")), doc.get("desired_state"), doc.get("live_state"),
             tuple(FieldDiff.from_json(f) for f in doc.get("fields", ())), doc.get("fix"),
             int(doc.get("count", 1)), _from_iso(doc.get("since")), str(doc.get("remark", "")),
+            str(doc.get("step", "")),
         )
+
+
+class Dated(Protocol):
+    """A finding, or findings folded into one line: since when it has stood."""
+
+    @property
+    def since(self) -> datetime | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,8 +218,9 @@ class DriftReport:
         """The per-kind tables: drift of ours (not co-managed, not unknown) per provider."""
         return group_by_kind(self.of(*TABLED))
 
-    def age(self, finding: Finding) -> str:
-        """How long ``finding`` has stood, in words ("3 days"); "" when not known."""
+    def age(self, finding: Dated) -> str:
+        """How long ``finding`` (or a fold of findings) has stood, in words ("3 days"); ""
+        when not known."""
         if finding.since is None:
             return ""
         return age_text((self.at - finding.since).total_seconds())

@@ -28,6 +28,7 @@ from compiler.formats import Formats
 from compiler.problems import UserError, Where
 from compiler.textstyle import Style
 from reconciler.drift import codes
+from reconciler.drift.fold import fold
 from reconciler.drift.model import Category, DriftReport
 from reconciler.drift.site_loader import SiteLoader
 from reconciler.plan.render.common import shorten, value
@@ -81,7 +82,7 @@ class Templates:
         env = self.environment()
         return _guarded(name, lambda: env.get_template(name).render(
             report=report, counts=report.counts(), Category=Category,
-            categories=tuple(Category)))
+            categories=tuple(Category), fold=fold))
 
 
 T = TypeVar("T")

@@ -16,9 +16,13 @@ REMOVES_TOO_MUCH = "XCE751"
 PROTECTED = "XCE752"
 INVENTORY_EMPTY = "XCE753"
 INVENTORY_SHRANK = "XCE754"
+GROWTH_INTENDED = "XCE758"  # XCE754's case when the config's growth explains the creates
+GROWTH_NOT_ACCEPTED = "XCE759"  # an --accept-growth that accepts nothing, or no longer does
 # the planner: settings and --target
 BAD_SETTING = "XCE755"
 TARGET_MATCHES_NOTHING = "XCE756"
+# the planner: a desired entry found untagged and different (reconciler/planner/found.py)
+FOUND_NOT_MADE = "XCE757"
 # the plan file
 PLAN_UNREADABLE = "XCE760"
 PLAN_CORRUPT = "XCE761"
@@ -55,8 +59,11 @@ HINTS = Hints({
     PROTECTED: "protected entries are never removed: take it off site.protected first",
     INVENTORY_EMPTY: "check that the provider answers with its real inventory; if it is "
     f"new, {FORCE}",
-    INVENTORY_SHRANK: "check the provider's inventory; raise site.safety.max_create_fraction, "
-    f"or {FORCE}",
+    INVENTORY_SHRANK: "check the provider's inventory; if the config added those entries, "
+    "plan with --base REV so the growth is told from a loss; raise "
+    f"site.safety.max_create_fraction, or {FORCE}",
+    GROWTH_NOT_ACCEPTED: "drop --accept-growth for that provider, or plan with --base REV "
+    "against the revision the change is made on",
     BAD_SETTING: "fix the value in site-config `site:` (see docs/plan.md, Settings) and "
     "compile again",
     TARGET_MATCHES_NOTHING: "check the id (e.g. host/cn0001, volume-dir/shared/*) or drop the "

@@ -296,6 +296,12 @@ def _problem_from_json(doc: Mapping[str, Any], where: str) -> Problem:
                    typed(doc, "subject", (str, type(None)), where, None))
 
 
+def _names(doc: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    """A list of provider names (``accepted_shrink``, ``accepted_growth``), each a string."""
+    return tuple(typed({"name": n}, "name", (str,), f"{key}[{i}]")
+                 for i, n in enumerate(typed(doc, key, (list,), "", [])))
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """The whole plan: ordered actions, reported lists, and what it is bound to.
@@ -326,6 +332,7 @@ class Plan:
     problems: tuple[Problem, ...] = ()
     attempts_reset: Mapping[str, str] = field(default_factory=dict)
     accepted_shrink: tuple[str, ...] = ()  # xce-plan --accept-shrink: honoured by the apply
+    accepted_growth: tuple[str, ...] = ()  # xce-plan --accept-growth: checked by the apply
     instance: str = field(default_factory=new_instance, compare=False, init=False)
 
     @property
@@ -363,6 +370,8 @@ class Plan:
             doc["attempts_reset"] = dict(self.attempts_reset)
         if self.accepted_shrink:  # likewise (docs/plan.md, "An inventory that shrank")
             doc["accepted_shrink"] = list(self.accepted_shrink)
+        if self.accepted_growth:  # likewise (docs/plan.md, "Growth the config intends")
+            doc["accepted_growth"] = list(self.accepted_growth)
         return doc
 
     @classmethod
@@ -383,9 +392,8 @@ class Plan:
             problems=tuple(_problem_from_json(p, path)
                            for path, p in _objects(doc, "problems", "")),
             attempts_reset=_string_map(doc, "attempts_reset", (str,)),
-            accepted_shrink=tuple(typed({"name": n}, "name", (str,), f"accepted_shrink[{i}]")
-                                  for i, n in enumerate(typed(doc, "accepted_shrink", (list,),
-                                                              "", []))),
+            accepted_shrink=_names(doc, "accepted_shrink"),
+            accepted_growth=_names(doc, "accepted_growth"),
             **lists,
         )
         if instance is not None:  # the plan read again is the plan that was saved

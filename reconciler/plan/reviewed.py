@@ -3,16 +3,22 @@
 ``xce-plan --record`` keeps the plan file's bytes in the state store, keyed by the site, its
 desired digest and the git commit planned. ``xce-apply --reviewed SITE`` compiles the merged
 commit and applies the newest pending plan of that digest; when none matches it refuses
-(exit 4, naming the plans that are pending) unless the site allows unreviewed applies
-(docs/apply.md, "Reviewed plans"). A saved plan holds no secrets, so keeping it is safe.
+(exit 4, naming the plans that are pending and the way out: a pull request, or the by-hand
+record of the pipeline's bootstrap job) unless the site allows unreviewed applies
+(docs/apply.md, "Reviewed plans"). A plan is recorded for a branch (the pull request's): a
+newer plan of the same branch supersedes the older, so only the last push waits for review.
+A saved plan holds no secrets, so keeping it is safe.
 """
 
 from __future__ import annotations
 
 import shlex
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+import git
 
 from compiler.cli_runner import EXIT_UNREVIEWED, Refusal
 from compiler.problems import Problem, Severity, UserError
@@ -56,23 +62,41 @@ def _at(commit: str) -> str:
 
 
 def _described(record: RecordedPlan) -> str:
-    return (f"{_at(record.commit)} (desired {short(record.desired_digest)}, recorded "
+    branch = f", branch {record.branch}" if record.branch else ""
+    return (f"{_at(record.commit)} (desired {short(record.desired_digest)}{branch}, recorded "
             f"{record.recorded_at:%Y-%m-%d %H:%M:%S} UTC)")
 
 
 # -- xce-plan --record ---------------------------------------------------------------------
 
-def record(state: str | None, default: Path, desired: Desired, data: bytes) -> RecordedPlan:
+def checkout_branch(site: Path | None) -> str:
+    """The git branch checked out where the site is: a recorded plan's branch when
+    ``--branch`` is not given; ``""`` on a detached HEAD (a CI checkout) or outside git."""
+    if site is None:
+        return ""
+    try:
+        return git.Repo(site, search_parent_directories=True).active_branch.name
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, TypeError, ValueError):
+        return ""
+
+
+def record(state: str | None, default: Path, desired: Desired, data: bytes,
+           branch: str) -> RecordedPlan:
     """Keep the plan file's bytes for review in the store (``--state``, else
-    $XCE_STATE_URL, else ``default``): the one the plan's origin names."""
+    $XCE_STATE_URL, else ``default``): the one the plan's origin names. The older pending
+    plans of ``branch`` are superseded."""
     with open_store(state, default) as store:
-        return store.record_plan(site_of(desired), desired.digest, commit_of(desired), data)
+        return store.record_plan(site_of(desired), desired.digest, commit_of(desired), data,
+                                 branch)
 
 
 def recorded_line(recorded: RecordedPlan) -> str:
     commit = recorded.commit[:SHORT] or "(none: the site is not in git)"
+    older = (f"It supersedes {recorded.superseded} older pending plan(s) of branch "
+             f"{recorded.branch}: they are no longer applied nor listed\n"
+             if recorded.superseded else "")
     return (f"Recorded the plan for review: desired {short(recorded.desired_digest)} at "
-            f"commit {commit}\n")
+            f"commit {commit}\n{older}")
 
 
 def not_recorded() -> Problem:
@@ -143,10 +167,24 @@ def refusal(store: StateStore, desired: Desired, site_dir: Path, plan: Plan) -> 
                f"(desired {short(desired.digest)}, {len(plan.actions)} action(s) to apply): "
                "another change was merged after that review, or nobody planned this config "
                f"for review; {reviewed}")
-    hint = ("open a pull request so its plan job records the plan, or record one: "
-            f"xce-plan {shlex.quote(str(site_dir))} --record, then apply again")
+    folder = shlex.quote(str(site_dir))
+    hint = ("open a pull request so its plan job records the plan; for the first apply of a "
+            "new repository, or after a merge that skipped review, run the pipeline's "
+            "bootstrap job by hand (docs/ci.md, \"Bootstrap and recovery\"), which records "
+            f"it as you would here: xce-plan {folder} --record, then apply again "
+            f"(xce-apply --reviewed {folder})")
     return Refusal([codes.problem(codes.UNREVIEWED, message, str(site_dir), hint)],
                    EXIT_UNREVIEWED)
+
+
+def stale_hints(stale: Sequence[Problem], site_dir: Path) -> tuple[Problem, ...]:
+    """The stale plan's problems as ``--reviewed`` says them: the way out is a new plan
+    recorded and reviewed, never a saved plan file (``xce-plan --out``)."""
+    folder = shlex.quote(str(site_dir))
+    hint = ("live supply changed since the review: record the plan again (xce-plan "
+            f"{folder} --record; the pipeline's apply job does it and comments it on the pull "
+            f"request), review it, then xce-apply --reviewed {folder} again")
+    return tuple(replace(problem, hint=hint) for problem in stale)
 
 
 def allows_unreviewed(desired: Desired) -> bool:

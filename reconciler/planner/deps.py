@@ -74,13 +74,18 @@ def _subject(action: Action) -> Entry:
 def link_and_order(actions: Iterable[Action]) -> tuple[Action, ...]:
     """Fill ``depends_on`` and sort by (phase, kind order, id): deterministic for any input.
     A host group's or host's write that claims a copy waits for the copy's stage instead
-    of the other way round (``claim_edges``), and is moved after it."""
+    of the other way round (``claim_edges``), and is moved after it. What lives in or on
+    that holder (its hosts, their counters, its cache counter) does not wait for that
+    write: jobs need the copy, creating a host does not (PR-5: placement prefers a copy
+    and never waits for one), and a host's entry names its group itself; so a copy that
+    fails to stage holds back the group's write alone, not its hosts and counters."""
     by_entry = {a.entry: a for a in actions}
     deps: dict[str, set[str]] = {a.id: set() for a in by_entry.values()}
     claims = claim_edges(by_entry)
     for waiting, awaited in claims:
         deps[waiting].add(awaited)
     reversed_claims = {(awaited, waiting) for waiting, awaited in claims}
+    claiming = {waiting for waiting, _ in claims}
     for action in by_entry.values():
         constructive = phase_of(action.verb) == PHASE_CONSTRUCT
         for parent_id in parents(_subject(action)):
@@ -88,7 +93,7 @@ def link_and_order(actions: Iterable[Action]) -> tuple[Action, ...]:
             if parent is None or parent is action:
                 continue
             if constructive and phase_of(parent.verb) == PHASE_CONSTRUCT:
-                if (action.id, parent.id) not in reversed_claims:
+                if (action.id, parent.id) not in reversed_claims and parent.id not in claiming:
                     deps[action.id].add(parent.id)
             elif action.verb.group is parent.verb.group is Group.DESTROY:
                 deps[parent.id].add(action.id)  # a parent goes only after its children

@@ -18,7 +18,8 @@ from reconciler.planner.backoff import attempts_reset
 from reconciler.planner.builder import Builder, Rule
 from reconciler.planner.deps import link_and_order
 from reconciler.planner.discovery_policy import check_group
-from reconciler.planner.guards import check_guards
+from reconciler.planner.found import found_not_made
+from reconciler.planner.guards import Growth, check_guards
 from reconciler.planner.locality import Locality
 from reconciler.planner.rules_datasets import plan_copy
 from reconciler.planner.rules_discovery import plan_counter
@@ -113,6 +114,8 @@ def make_plan(
     desired_digest: str | None = None,
     applied_before: bool | None = None,
     attempts: Mapping[str, ProvisionAttempts] | None = None,
+    growth: Growth | None = None,
+    accept_growth: Collection[str] = (),
 ) -> Plan:
     """Plan what makes ``live`` match ``desired`` under the site's settings.
 
@@ -126,6 +129,9 @@ def make_plan(
     there is nothing of ours to have lost, so the empty/shrunk-inventory guards stay off;
     None (no store) leaves it to the providers' generations.
     ``attempts``: the provisioning failures the store recorded (P6; ``backoff``).
+    ``growth``: the entries the config added (``xce-plan --base``), which tell intended
+    growth from an inventory that shrank; ``accept_growth``: providers whose growth this
+    plan accepts (``--accept-growth``; docs/plan.md, "Growth the config intends").
     """
     settings = read_settings(desired.settings, desired.owner)
     check_group(settings.discovery, desired.entries)
@@ -140,6 +146,7 @@ def make_plan(
     if targets:
         actions, notes, problems = select(actions, notes, targets,
                                           (desired.entries, live.entries))
+    problems += found_not_made(notes["co_managed"], desired.entries, live.entries)
     problems += check_guards(
         actions,
         settings,
@@ -150,6 +157,8 @@ def make_plan(
         force=force,
         generations=None if applied_before else live.generations,
         new_site=applied_before is False,
+        growth=growth,
+        accept_growth=accept_growth,
     )
     return Plan(
         actions=tuple(actions),
@@ -160,5 +169,6 @@ def make_plan(
         problems=tuple(problems),
         attempts_reset=attempts_reset(b.attempts, desired.entries, live.entries),
         accepted_shrink=(),  # the pipeline's: what xce-plan --accept-shrink named
+        accepted_growth=tuple(sorted(set(accept_growth))),
         **{name: tuple(items) for name, items in notes.items()},
     )

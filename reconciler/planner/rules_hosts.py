@@ -7,6 +7,7 @@ so running jobs are never cut. An instance is released only after its host is dr
 from __future__ import annotations
 
 from compiler.supply_map import Entry
+from compiler.units import duration_text
 from reconciler.plan.model import FieldChange, Verb
 from reconciler.planner.backoff import count_release, create_reason
 from reconciler.planner.builder import Builder, with_state
@@ -48,7 +49,8 @@ def overdue(b: Builder, host: Entry, *desired: Entry | None) -> str | None:
     age = b.now - since
     if age <= deadline:
         return None
-    return f"{host.state} for {int(age)}s, past its join deadline of {deadline}s"
+    return (f"{duration_text(age - deadline)} past its join deadline of "
+            f"{duration_text(deadline)}; {host.state} for {duration_text(age)}")
 
 
 def _discovered(b: Builder, live: Entry) -> None:

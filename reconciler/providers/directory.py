@@ -82,6 +82,17 @@ Putter = Callable[[list[str], Mapping[str, Any], bool], ChangeMade]
 
 
 @dataclass(frozen=True, slots=True)
+class AdoptedDir:
+    """What adopting a user directory did: its id and path, the entry as found (mode and
+    owner as they are), and whether this owner held it already."""
+
+    id: str
+    shown: str
+    found: Entry
+    already: bool
+
+
+@dataclass(frozen=True, slots=True)
 class DirRecords:
     """What the state says of a volume's user directories, read once per inventory."""
 
@@ -507,6 +518,22 @@ class DirectoryProvider(BuiltinProvider):
         if owner:
             self.ledger.tag(eid, owner)
         return Adopted(ref, mark, was)
+
+    def adopt_dir(self, volume: str, user: str, owner: str) -> AdoptedDir:
+        """Make an existing user directory that this provider did not make ``owner``'s
+        (``xce-adopt PROVIDER volume-dir/V/U``): a found directory is reported untagged,
+        so the plan never touches it (XCE757); tagged, the next apply sets its mode and
+        owner. Nothing on disk changes here; another owner's directory is refused."""
+        eid = f"volume-dir/{safe_name(volume, 'volume name')}/{safe_name(user, 'user')}"
+        if not owner:
+            raise invalid(f"{eid}: the site has no owner tag to adopt it with")
+        held = self.ledger.tag_of(eid)
+        fence_owner(eid, held, owner)
+        vol = self.known_volume(volume)
+        with self._user_dir(vol, user) as (fd, shown):
+            found = self._dir_now(vol, user, fd)
+            self.ledger.tag(eid, owner)
+        return AdoptedDir(eid, shown, found, held == owner)
 
     def evict(self, vol: Volume, eid: str, parts: list[str], params: Mapping[str, Any],
               destroy: bool) -> ChangeMade:

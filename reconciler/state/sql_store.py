@@ -58,7 +58,7 @@ _JOURNAL_COLUMNS = (
 )
 _JOURNAL_J = ", ".join(f"j.{c.strip()}" for c in _JOURNAL_COLUMNS.split(","))
 _REVIEW_COLUMNS = (
-    "site, desired_digest, git_commit, recorded_at, status, applied_at, applied_commit"
+    "site, desired_digest, git_commit, recorded_at, status, applied_at, applied_commit, branch"
 )
 _ATTEMPT_COLUMNS = "entry_id, failures, failed_at, template, instance"
 # a string prefix test both databases run alike (LIKE would treat '_' and '%' in it as patterns)
@@ -592,17 +592,23 @@ class SqlStore:
 
     @_reconnecting
     def record_plan(self, site: str, desired_digest: str, commit: str,
-                    plan: bytes) -> RecordedPlan:
+                    plan: bytes, branch: str = "") -> RecordedPlan:
         with self._write() as now:
             self._execute(
                 f"INSERT INTO reviewed_plans ({_REVIEW_COLUMNS}, plan) "
-                "VALUES (?, ?, ?, ?, 'pending', NULL, NULL, ?) "
+                "VALUES (?, ?, ?, ?, 'pending', NULL, NULL, ?, ?) "
                 "ON CONFLICT (site, desired_digest, git_commit) DO UPDATE SET "
                 "recorded_at = excluded.recorded_at, plan = excluded.plan, status = 'pending', "
-                "applied_at = NULL, applied_commit = NULL",
-                site, desired_digest, commit, now, plan,
+                "applied_at = NULL, applied_commit = NULL, branch = excluded.branch",
+                site, desired_digest, commit, now, branch, plan,
             )
-        return RecordedPlan(site, desired_digest, commit, _time(now), ReviewStatus.PENDING)
+            superseded = 0 if not branch else self._execute(
+                "UPDATE reviewed_plans SET status = 'superseded' WHERE site = ? AND branch = ? "
+                "AND status = 'pending' AND NOT (desired_digest = ? AND git_commit = ?)",
+                site, branch, desired_digest, commit,
+            )
+        return RecordedPlan(site, desired_digest, commit, _time(now), ReviewStatus.PENDING,
+                            branch=branch, superseded=superseded)
 
     @_reconnecting
     def pending_plan(self, site: str,
@@ -831,9 +837,9 @@ def _to_attempts(row: Row) -> ProvisionAttempts:
     return ProvisionAttempts(entry, int(failures), _time(failed_at), template, instance)
 
 def _to_review(row: Row) -> RecordedPlan:
-    site, digest, commit, recorded, status, applied_at, applied_commit = row[:7]
+    site, digest, commit, recorded, status, applied_at, applied_commit, branch = row[:8]
     return RecordedPlan(site, digest, commit, _time(recorded), ReviewStatus(status),
-                        _maybe_time(applied_at), applied_commit)
+                        _maybe_time(applied_at), applied_commit, branch)
 
 
 def _to_lock(row: Row) -> Lock:

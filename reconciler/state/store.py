@@ -105,7 +105,8 @@ class Applied:
 
 class ReviewStatus(StrEnum):
     """Where a plan recorded for review stands: ``superseded`` once another plan of the same
-    site and desired digest was applied."""
+    site and desired digest was applied, or a newer one of the same site and branch was
+    recorded."""
 
     PENDING = "pending"
     APPLIED = "applied"
@@ -115,7 +116,9 @@ class ReviewStatus(StrEnum):
 @dataclass(frozen=True, slots=True)
 class RecordedPlan:
     """A plan recorded for review (``xce-plan --record``), without its bytes: keyed by site,
-    desired digest and git commit (``""`` when the site is not in git)."""
+    desired digest and git commit (``""`` when the site is not in git), with the branch (pull
+    request) it was made for (``""``: none known) and, when just recorded, how many older
+    pending plans of that branch it superseded."""
 
     site: str
     desired_digest: str
@@ -124,6 +127,8 @@ class RecordedPlan:
     status: ReviewStatus
     applied_at: datetime | None = None
     applied_commit: str | None = None
+    branch: str = ""
+    superseded: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,9 +339,11 @@ class StateStore(Protocol):
 
     # -- plans recorded for review (docs/apply.md, "Reviewed plans") ------------------
     def record_plan(self, site: str, desired_digest: str, commit: str,
-                    plan: bytes) -> RecordedPlan:
+                    plan: bytes, branch: str = "") -> RecordedPlan:
         """Keep ``plan`` (the plan file's bytes) as pending for review; the same key
-        recorded again replaces the plan, pending again."""
+        recorded again replaces the plan, pending again. In the same transaction the other
+        pending plans of ``site`` recorded for ``branch`` (when not ``""``) are superseded:
+        a second push to a pull request leaves one plan to review."""
         ...
 
     def pending_plan(self, site: str,

@@ -28,7 +28,7 @@ def _report() -> ApplyReport:
                 hint=codes.HINTS[codes.ACTION_FAILED], error="UNAVAILABLE", seconds=3.5),
         Outcome(_action("create", "volume-dir/shared/alice"), "b" * 64, Status.SKIPPED,
                 code=codes.SKIP_DEPENDENCY, message="depends on create:volume/shared, which failed",
-                hint=codes.HINTS[codes.SKIP_DEPENDENCY]),
+                hint=codes.HINTS[codes.SKIP_DEPENDENCY], cause=vol.id),
         Outcome(_action("create", "host/cn0001", "controller"), "c" * 64, Status.DONE,
                 attempts=1, seconds=0.01),
         Outcome(_action("create", "host/cn0002", "controller"), "d" * 64, Status.ALREADY_DONE),

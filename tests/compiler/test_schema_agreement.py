@@ -322,6 +322,17 @@ SPELLINGS = [
         beyond={"64.0": FLOAT},
     ),
     *_spellings(
+        _GROUP.replace("{v}", "counters: {{slots: {v}, gpu: 1}}"), "host_groups.0.counters.slots",
+        ok=["64", "0", "0x40"],
+        bad=["64GiB", "'64'", "16k", "-1", "true", "1.5", "null", "[64]", "1_000"],
+        beyond={"64.0": FLOAT},
+    ),
+    *_spellings(
+        "version: 1\npools:\n  counters:\n    - {{name: {v}, amount: 8GiB}}\n",
+        "pools.counters.0.amount",
+        ok=["ib-uplink", "mem", "slot"], bad=["slots", "gpus", "cores"],
+    ),
+    *_spellings(
         "version: 1\npools:\n  licenses:\n    - name: l\n      amount: {v}\n",
         "pools.licenses.0.amount",
         ok=["0", "16", "9223372036854775807", "0x10", "0o20", "+16"],

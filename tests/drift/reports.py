@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from reconciler.drift.model import Category, Changed, DriftReport, FieldDiff, Finding, SinceLast
+from reconciler.drift.steps import next_step
 
 AT = datetime(2026, 3, 4, 9, 30, tzinfo=UTC)
 FIX = "xce-plan site --target {} --out drift-fix.plan && xce-apply drift-fix.plan"
@@ -41,6 +43,7 @@ def sample() -> DriftReport:
                 "not in the live map", "available", None, fix=FIX.format("volume-dir/shared/bob"),
                 since=AT - timedelta(minutes=20)),
     )
+    findings = tuple(stepped(f) for f in findings)
     before = Finding(Category.DIFFERS, mode.entry, mode.kind, mode.provider, mode.reason,
                      "available", "available", (FieldDiff("spec.mode", "0700", "0750"),))
     news = SinceLast(new=(findings[-1],), changed=(Changed(before, mode),),
@@ -49,3 +52,11 @@ def sample() -> DriftReport:
                      last_notified=AT - days)
     return DriftReport("hpc-east", AT, findings, "4f2a9c1d0b7e6a5f4e3d", since_last=news,
                        recorded=True)
+
+
+def stepped(f: Finding) -> Finding:
+    """``f`` with the next step detect.py gives a finding the plan does not correct."""
+    if f.fix is not None or f.category is Category.CO_MANAGED:
+        return f
+    return replace(f, step=next_step(f.category, f.entry, f.kind, f.provider, f.reason,
+                                     ("site",)))

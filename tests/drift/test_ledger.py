@@ -4,7 +4,6 @@ same notifications at once never both send them."""
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,13 +12,12 @@ import pytest
 
 from reconciler.state import Holder, LockHeld, LockLost, StateStore
 from reconciler.state.store import DriftSeen, notification_lock
-from tests.state.targets import Target
+from tests.state.targets import WORKERS, Target
 
 SITE = "hpc-east"
 T0 = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 ME = Holder("runner-a", "ci-1", "42")
 OTHER = Holder("runner-b", "ci-2")
-FORK = multiprocessing.get_context("fork")
 
 
 def seen(subject: str, value: str) -> DriftSeen:
@@ -182,8 +180,8 @@ def _claimer(target: Target, name: str, barrier: Any, results: Any) -> None:
 def test_concurrent_runs_send_each_notification_exactly_once(target: Target) -> None:
     with target.open() as opened:
         opened.record_drift(SITE, {}, [seen("host/cn02", "drained"), seen("quota/a", "1")])
-    barrier, results = FORK.Barrier(4), FORK.Queue()
-    workers = [FORK.Process(target=_claimer, args=(target, f"run-{i}", barrier, results))
+    barrier, results = WORKERS.Barrier(4), WORKERS.Queue()
+    workers = [WORKERS.Process(target=_claimer, args=(target, f"run-{i}", barrier, results))
                for i in range(4)]
     for w in workers:
         w.start()
@@ -208,8 +206,8 @@ def _recorder(target: Target, subjects: list[str], barrier: Any, done: Any) -> N
 def test_concurrent_runs_of_a_site_leave_one_runs_view(target: Target) -> None:
     """Runs are serialised per site: the open drift is what one whole run saw, never a mix."""
     views = (["host/a", "host/b"], ["host/c"])
-    barrier, done = FORK.Barrier(2), FORK.Queue()
-    workers = [FORK.Process(target=_recorder, args=(target, v, barrier, done)) for v in views]
+    barrier, done = WORKERS.Barrier(2), WORKERS.Queue()
+    workers = [WORKERS.Process(target=_recorder, args=(target, v, barrier, done)) for v in views]
     for w in workers:
         w.start()
     assert [done.get(timeout=60) for _ in workers] == [True, True]

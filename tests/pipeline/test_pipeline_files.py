@@ -102,13 +102,18 @@ def _uses(job: dict[str, Any], action: str) -> dict[str, Any]:
 
 def test_the_github_workflow_has_three_jobs_with_least_permissions() -> None:
     flow = load(Pipeline(ci="github", branch="trunk", notify=True).render("github"))
-    assert set(flow["on"]) == {"pull_request", "push", "schedule"}
+    assert set(flow["on"]) == {"pull_request", "push", "schedule", "workflow_dispatch"}
     assert flow["on"]["pull_request"]["branches"] == flow["on"]["push"]["branches"] == ["trunk"]
     assert flow["permissions"] == {}  # nothing unless a job asks
     assert flow["env"] == {"XCE_GITOPS_VERSION": product_version(), "XCE_SITE": ".",
                            "XCE_WORKDIR": "${{ vars.XCE_WORKDIR }}"}  # outside the checkout
     jobs = flow["jobs"]
-    assert set(jobs) == {"plan", "apply", "drift"}
+    assert set(jobs) == {"plan", "apply", "drift", "bootstrap-plan", "bootstrap-apply"}
+    # by hand only, on the applied branch (docs/ci.md, "Bootstrap and recovery")
+    assert jobs["bootstrap-plan"]["if"] == ("github.event_name == 'workflow_dispatch' && "
+                                            "github.ref == 'refs/heads/trunk'")
+    assert jobs["bootstrap-apply"]["needs"] == "bootstrap-plan"
+    assert jobs["bootstrap-apply"]["environment"] == jobs["apply"]["environment"]
     for name, event in (("plan", "pull_request"), ("apply", "push"), ("drift", "schedule")):
         assert jobs[name]["if"] == f"github.event_name == '{event}'"
         assert 0 < jobs[name]["timeout-minutes"] <= 60
@@ -134,7 +139,8 @@ def test_the_github_jobs_run_the_reviewed_flow_without_expressions_in_scripts() 
         assert 'echo "$XCE_VENV/bin" >> "$GITHUB_PATH"' in scripts[0]
     plan = "\n".join(runs["plan"])
     assert 'xce-compile "$XCE_SITE" --check --format github' in plan
-    assert re.search(r'xce-plan "\$XCE_SITE" --base "origin/\$GITHUB_BASE_REF" --record \\\s+'
+    assert re.search(r'xce-plan "\$XCE_SITE" --base "origin/\$GITHUB_BASE_REF" --record '
+                     r'--branch "\$GITHUB_HEAD_REF" \\\s+'
                      r"--out xce-out/plan.json --full-plan-artifact xce-plan \\\s+"
                      r"--format markdown > xce-out/plan.md", plan)
     assert "xce-pr comment xce-out/plan.md " in plan  # its config diff holds the review
@@ -160,13 +166,18 @@ def test_the_gitlab_pipeline_has_three_jobs_one_apply_at_a_time() -> None:
     assert pipe["variables"]["XCE_GITOPS_VERSION"] == product_version()
     assert pipe["variables"]["XCE_SITE"] == "."
     jobs = {name: job for name, job in pipe.items() if isinstance(job, dict) and "script" in job}
-    assert set(jobs) == {"xce-plan", "xce-apply", "xce-drift"}
+    assert set(jobs) == {"xce-plan", "xce-apply", "xce-drift", "xce-bootstrap-plan",
+                         "xce-bootstrap-apply"}
     rules = {name: [rule["if"] for rule in job["rules"]] for name, job in jobs.items()}
+    by_hand = '$CI_PIPELINE_SOURCE == "web" && $CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH'
     assert rules == {
         "xce-plan": ['$CI_PIPELINE_SOURCE == "merge_request_event"'],
         "xce-apply": ['$CI_PIPELINE_SOURCE == "push" && $CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH'],
         "xce-drift": ['$CI_PIPELINE_SOURCE == "schedule"'],
+        "xce-bootstrap-plan": [by_hand],
+        "xce-bootstrap-apply": [by_hand],
     }
+    assert jobs["xce-bootstrap-apply"]["rules"][0]["when"] == "manual"
     assert all(job["timeout"] for job in jobs.values())
     assert jobs["xce-apply"]["resource_group"] == "xce-apply"
     assert jobs["xce-apply"]["interruptible"] is False

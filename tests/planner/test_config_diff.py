@@ -392,7 +392,8 @@ def test_a_big_change_shares_the_comment(repo: PolicyRepo, tmp_path: Path,
     assert run.code == 2, run.err
     config, cluster = run.out.split("\n## What the cluster will get\n\n")
     assert len(run.out) <= LIMIT
-    assert re.search(r"> \*\*Truncated:\*\* \d+ items are not shown to keep this section",
+    assert re.search(r"> \*\*Truncated:\*\* \d+ entries are not shown one by one to keep "
+                     r"this section",
                      config)
     assert "`xce-plan --base " in config
     assert "<summary>+ 3000 host: host/mx[0001-3000] (group many)</summary>" in config

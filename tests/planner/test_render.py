@@ -124,9 +124,10 @@ def test_redacted_masks_the_plan_once_for_every_output() -> None:
 
 
 def _big_plan(n: int) -> Plan:
+    """Quotas, one line each (counters at hosts would fold into one line by their amounts)."""
     actions = tuple(
-        Action(id=f"update:counter/slots@host/cn{i:06d}", verb=Verb.UPDATE,
-               entry=f"counter/slots@host/cn{i:06d}", kind="counter", provider="controller-map",
+        Action(id=f"update:quota/shared/user/u{i:06d}", verb=Verb.UPDATE,
+               entry=f"quota/shared/user/u{i:06d}", kind="quota", provider="controller-map",
                reason="amount 64 → 128", changes=(FieldChange("amount", 64, 128),))
         for i in range(n)
     )
@@ -136,8 +137,8 @@ def _big_plan(n: int) -> Plan:
 def test_markdown_of_100k_actions_stays_under_60k_characters() -> None:
     out = render_markdown(_big_plan(100_000))
     assert len(out) < 60_000
-    assert "counter/slots@host/cn000000" in out
-    assert "counter/slots@host/cn099999" not in out
+    assert "quota/shared/user/u000000" in out
+    assert "quota/shared/user/u099999  " not in out
     assert "Truncated" in out and "`xce-plan --format json` shows all of it" in out
     assert "artifact" not in out and "plan file" not in out  # none was named: none is made up
     named = render_markdown(_big_plan(100_000), artifact="plan", plan_file="p.json")
@@ -150,7 +151,7 @@ def test_markdown_of_100k_actions_stays_under_60k_characters() -> None:
 def test_small_markdown_is_not_truncated() -> None:
     out = render_markdown(_big_plan(10))
     assert "Truncated" not in out
-    assert "counter/slots@host/cn000009" in out
+    assert "quota/shared/user/u000009" in out
 
 
 def test_unknown_format_is_refused() -> None:

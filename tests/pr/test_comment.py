@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import socket
 import sys
 from collections.abc import Iterator
@@ -222,24 +223,29 @@ def test_a_body_past_the_limit_is_cut_with_a_note(forge: str, limit: int, api: F
 def test_github_refusals_name_the_fix(api: ForgeDouble, files: Path,
                                       monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The status code and GitHub's message are asserted, not the standard library's reason
+    phrase between them: it changes between Pythons (422 is "Unprocessable Entity" on 3.11,
+    "Unprocessable Content" on 3.13)."""
     ci_env(monkeypatch, api, GITHUB)
     cases = [
-        (401, None, codes.DENIED, "answered 401 Unauthorized: Bad credentials",
-         "GITHUB_TOKEN is wrong or has expired"),
-        (403, "POST", codes.DENIED, "answered 403 Forbidden: Resource not accessible by "
-         "integration", "`permissions: pull-requests: write`. A pull_request from a fork"),
+        (401, None, codes.DENIED, "Bad credentials", "GITHUB_TOKEN is wrong or has expired"),
+        (403, "POST", codes.DENIED, "Resource not accessible by integration",
+         "`permissions: pull-requests: write`. A pull_request from a fork"),
         (403, "GET", codes.DENIED, "API rate limit exceeded", "run the job again later"),
-        (422, "POST", codes.REFUSED, "answered 422 Unprocessable Entity: Validation Failed",
-         "for the reason it gives"),
-        (500, None, codes.BAD_ANSWER, "answered 500 Internal Server Error: Server Error",
-         "githubstatus.com"),
+        (422, "POST", codes.REFUSED, "Validation Failed", "for the reason it gives"),
+        (500, None, codes.BAD_ANSWER, "Server Error", "githubstatus.com"),
     ]
     for status, method, code, said, hint in cases:
         message = "API rate limit exceeded for installation" if "rate" in said else None
         api.fail(status, message, method=method)
         result = run(capsys, "plan.md", "--pr", "5")
         assert result.rc == 1 and result.out == ""
-        assert f"GitHub API: error[{code}]: " in result.err and said in result.err, result.err
+        assert f"GitHub API: error[{code}]: " in result.err, result.err
+        if message is None:
+            answered = re.search(rf"answered {status} [A-Z][A-Za-z -]+: (.*)", result.err)
+            assert answered and answered[1] == said, result.err
+        else:
+            assert said in result.err, result.err
         assert hint in result.err
         assert f"{api.github_url}/repos/octo/site-config/issues/5/comments" in result.err
         token_hidden(api, result)

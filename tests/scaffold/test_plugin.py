@@ -88,6 +88,9 @@ def test_a_site_that_does_not_compile_shows_the_compilers_messages(project: Proj
     located = "conf/hosts.yaml:6:12: error[XCE201]: bad hostlist 'cn[01-08': missing ']'"
     assert f"the site-config {root / 'conf'} does not compile:\n" in out and located in out
     assert "2 passed, 1 error" in out
+    # the snapshot was never reached: not "unused", and no advice to delete it
+    assert "unused" not in out and "--snapshot-update" not in out, out
+    assert "xce-gitops: the site does not compile" in out
     for internal in ("Traceback", "review_data.py", "compiler/compile.py"):
         assert internal not in out
     # --snapshot-update keeps the snapshots of a site that does not compile, and fails

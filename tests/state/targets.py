@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -15,6 +16,15 @@ import psycopg
 import pytest
 
 from reconciler.state import StateStore, open_store
+
+# How a test starts the processes that race on one store: never a plain fork of the test's
+# process, which may run threads by then (a PostgreSQL pool, a server double) — Python 3.12+
+# warns that such a fork may deadlock, and 3.14 makes forkserver the default on Linux. Their
+# targets are module-level functions and their arguments picklable (``Target``). The server
+# imports what the test modules need once, so a worker starts in milliseconds, as a fork did.
+WORKERS = multiprocessing.get_context("forkserver")
+WORKERS.set_forkserver_preload(["pytest", "syrupy", "psycopg", "compiler.problem_render",
+                                "compiler.cli_runner", "reconciler.state", "tests.state.targets"])
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 from typing import Any
 
 from reconciler.state import StateStore
-from tests.state.targets import Target
-
-FORK = multiprocessing.get_context("fork")
+from tests.state.targets import WORKERS, Target
 
 
 def test_epochs_count_up_per_name(store: StateStore) -> None:
@@ -35,9 +32,10 @@ def _draw(target: Target, count: int, barrier: Any, results: Any) -> None:
 def test_concurrent_processes_get_unique_epochs(target: Target) -> None:
     processes, count = 4, 40
     target.open().close()
-    barrier, results = FORK.Barrier(processes), FORK.Queue()
+    barrier, results = WORKERS.Barrier(processes), WORKERS.Queue()
     workers = [
-        FORK.Process(target=_draw, args=(target, count, barrier, results)) for _ in range(processes)
+        WORKERS.Process(target=_draw, args=(target, count, barrier, results))
+        for _ in range(processes)
     ]
     for worker in workers:
         worker.start()

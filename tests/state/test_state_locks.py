@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 import time
 from typing import Any
@@ -18,9 +17,7 @@ from reconciler.state import (
     StateStore,
     current_holder,
 )
-from tests.state.targets import Target
-
-FORK = multiprocessing.get_context("fork")
+from tests.state.targets import WORKERS, Target
 
 
 def holder(name: str, job_id: str | None = None) -> Holder:
@@ -193,10 +190,10 @@ def _race(target: Target, rounds: int, barrier: Any, results: Any) -> None:
 def test_processes_racing_for_a_lock_exactly_one_wins(target: Target, processes: int) -> None:
     rounds = 5
     target.open().close()  # migrate first, so the race is about the lock only
-    barrier = FORK.Barrier(processes)
-    results = FORK.Queue()
+    barrier = WORKERS.Barrier(processes)
+    results = WORKERS.Queue()
     workers = [
-        FORK.Process(target=_race, args=(target, rounds, barrier, results))
+        WORKERS.Process(target=_race, args=(target, rounds, barrier, results))
         for _ in range(processes)
     ]
     for worker in workers:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 from importlib import resources
 from typing import Any
 
@@ -13,10 +12,9 @@ from syrupy.assertion import SnapshotAssertion
 from compiler.problem_render import render_text
 from reconciler.state import Holder, StateError
 from reconciler.state.migrations import VERSION_TABLE, latest_version, migrations, split
-from tests.state.targets import Target
+from tests.state.targets import WORKERS, Target
 
-FORK = multiprocessing.get_context("fork")
-LATEST = 10
+LATEST = 11
 
 
 def build_version_1(target: Target) -> None:
@@ -143,9 +141,10 @@ def _open_fresh(target: Target, barrier: Any, results: Any) -> None:
 
 def test_runners_opening_a_new_store_at_once_migrate_it_once(target: Target) -> None:
     processes = 4
-    barrier, results = FORK.Barrier(processes), FORK.Queue()
+    barrier, results = WORKERS.Barrier(processes), WORKERS.Queue()
     workers = [
-        FORK.Process(target=_open_fresh, args=(target, barrier, results)) for _ in range(processes)
+        WORKERS.Process(target=_open_fresh, args=(target, barrier, results))
+        for _ in range(processes)
     ]
     for worker in workers:
         worker.start()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +27,7 @@ from reconciler.state.errors import bad_url, epoch_moved
 from reconciler.state.holder import pid_in_this_scope, process_scope
 from reconciler.state.migrations import latest_version
 from reconciler.state.urls import PostgresTarget, SqliteTarget, parse_target
-from tests.state.targets import pg_base_url
+from tests.state.targets import WORKERS, pg_base_url
 
 SECRET = "s3cr3t-Pa55"
 
@@ -113,10 +112,9 @@ def _open_new_file(path: Path, barrier: Any, results: Any) -> None:
 def test_runners_opening_one_new_sqlite_file_at_once_all_open_it(tmp_path: Path) -> None:
     """Switching a new file to WAL does not wait for the busy timeout by itself: without a
     retry about one round in five had a runner fail with "database is locked"."""
-    fork = multiprocessing.get_context("fork")
     for n in range(20):
-        barrier, results = fork.Barrier(4), fork.Queue()
-        workers = [fork.Process(target=_open_new_file,
+        barrier, results = WORKERS.Barrier(4), WORKERS.Queue()
+        workers = [WORKERS.Process(target=_open_new_file,
                                 args=(tmp_path / f"{n}.db", barrier, results)) for _ in range(4)]
         for worker in workers:
             worker.start()

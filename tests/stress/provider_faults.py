@@ -140,8 +140,8 @@ def _map_rollback(ws: Workspace, prime: Callable[[], None]) -> None:
     backup = db.with_name("backup.sqlite")
     with sqlite3.connect(db) as conn, sqlite3.connect(backup) as copy:
         conn.backup(copy)
-    report(ws, ["drain", "cn03"])
-    report(ws, ["available", "cn03"])
+    for event in ("lost", "join", "available"):  # the map moves on past the backup
+        report(ws, [event, "cn03"])
     prime()
     backup.replace(db)
     for suffix in ("-wal", "-shm"):
@@ -151,6 +151,14 @@ def _map_rollback(ws: Workspace, prime: Callable[[], None]) -> None:
 def _foreign(provider: str, entry: dict[str, Any]) -> Fault:
     return lambda ws, prime: foreign_entry(ws, {"provider": provider, "owner": "site/west",
                                                 "entry": entry})
+
+
+def _drained_by_hand(host: str) -> Fault:
+    """Drained by an admin (``scontrol drain``), and the node manager reports it drained."""
+    def fault(ws: Workspace, prime: Callable[[], None]) -> None:
+        drain_by_hand(ws, host)
+        report(ws, ["drained", host])
+    return fault
 
 
 def _report(*event: Any) -> Fault:
@@ -186,7 +194,7 @@ BUILTIN: dict[str, Fault] = {
     "controller-map/host-lost": _report("lost", "cn01"),
     "controller-map/host-lost-long-ago": _report("lost", "cn01", -7200),
     "controller-map/hosts-lost": _report("lost", "cn[01-04],gn[01-02]"),
-    "controller-map/host-drained": _report("drained", "cn02"),
+    "controller-map/host-drained": _drained_by_hand("cn02"),
     "controller-map/host-unknown-joined": _report("join", "zz99"),
     "controller-map/foreign-license": _foreign("controller", {
         "id": "license/ansys@site", "kind": "license", "state": "available",

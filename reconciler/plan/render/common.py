@@ -7,7 +7,10 @@ from dataclasses import dataclass
 
 import orjson
 
+from compiler.model.types import COUNT_COUNTERS
 from compiler.problem_render import fold_subjects
+from compiler.units import SIZE_UNITS, format_size
+from reconciler.plan.codes import FOUND_NOT_MADE
 from reconciler.plan.model import Action, Group, Note, Plan, Verb
 
 SYMBOL = {Group.ADD: "+", Group.CHANGE: "~", Group.DESTROY: "-"}
@@ -43,6 +46,75 @@ def symbol(verb: Verb) -> str:
 
 def value(v: object) -> str:
     return shorten(orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode())
+
+
+def amount_text(counter: str, amount: object) -> str:
+    """A counter's amount as a reviewer reads it: a count as a number, a size of whole MiB
+    or more in binary units (``256GiB``)."""
+    mib = SIZE_UNITS["MiB"]
+    if (isinstance(amount, int) and not isinstance(amount, bool) and counter not in COUNT_COUNTERS
+            and amount >= mib and amount % mib == 0):
+        return format_size(amount)
+    return value(amount)
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """A counter on one line of a folded list: its id, what it says (``mem 256GiB``, or
+    ``mem 256GiB → 512GiB``) and what follows on the line (the plan's provider, reason)."""
+
+    entry: str
+    what: str
+    tail: str = ""
+
+
+def counter_what(entry_id: str, before: object, after: object) -> str:
+    """``mem 256GiB``, ``mem 256GiB → 512GiB`` (``before`` None: added; ``after``: gone)."""
+    name = entry_id.removeprefix("counter/").partition("@")[0]
+    if before is None or after is None:
+        return f"{name} {amount_text(name, after if before is None else before)}"
+    return f"{name} {amount_text(name, before)} → {amount_text(name, after)}"
+
+
+def _counter_order(c: Counted) -> tuple[bool, str]:
+    name = c.entry.removeprefix("counter/").partition("@")[0]
+    return name not in COUNT_COUNTERS, name  # counts first: "slots 64, mem 256GiB"
+
+
+def fold_counters(counted: Iterable[Counted]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """Counters at hosts gathered per host, and the hosts with the same counters, amounts and
+    tail folded into one line (``counters of host/cn[0001-0500]: slots 64, mem 256GiB``: not
+    read as creating the hosts), in order of
+    first appearance, as (line, tail, the counter ids it shows); a counter elsewhere has a
+    line of its own (``counter/capacity@volume/shared: 500TiB``)."""
+    hosts: dict[str, list[Counted]] = {}
+    order: list[str | Counted] = []
+    for c in counted:
+        location = c.entry.partition("@")[2]
+        if not location.startswith("host/"):
+            order.append(c)
+            continue
+        if location not in hosts:
+            order.append(location)
+        hosts.setdefault(location, []).append(c)
+    lines: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[list[str], list[str]]] = {}
+    out: list[tuple[tuple[str, ...], tuple[str, ...]] | Counted] = []
+    for item in order:
+        if isinstance(item, Counted):
+            out.append(item)
+            continue
+        listed = sorted(hosts[item], key=_counter_order)
+        key = (tuple(c.what for c in listed), tuple(dict.fromkeys(c.tail for c in listed)))
+        if key not in lines:
+            out.append(key)
+        held, ids = lines.setdefault(key, ([], []))
+        held.append(item)
+        ids.extend(c.entry for c in listed)
+    return [(f"{shorten(item.entry)}: {item.what.partition(' ')[2]}", item.tail, (item.entry,))
+            if isinstance(item, Counted) else
+            (f"counters of {shorten(fold_subjects(lines[item][0]), TEXT_LIMIT)}: "
+             f"{', '.join(item[0])}",
+             "; ".join(item[1]), tuple(lines[item][1])) for item in out]
 
 
 def change_lines(action: Action) -> list[str]:
@@ -108,15 +180,20 @@ def note_line(note: Note) -> str:
     return f"{shorten(note.entry)}{provider}  {shorten(note.reason, TEXT_LIMIT)}"
 
 
+def unknown_groups(notes: Iterable[Note]) -> list[tuple[str, str, list[str]]]:
+    """(provider, reason, entry ids) of the unknown entries, by provider and reason."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for n in notes:
+        groups.setdefault((n.provider or "(none)", n.reason), []).append(n.entry)
+    return [(p, why, ids) for (p, why), ids in sorted(groups.items())]
+
+
 def unknown_by_provider(notes: Iterable[Note]) -> list[tuple[str, str, str]]:
     """(provider, what, reason): one line per provider and reason, not per entry. Entries
     of a silent provider share its reason; an entry unknown because of what its decision
     read has a reason of its own, and the line names it (``what`` is the entry id then)."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    for n in notes:
-        groups.setdefault((n.provider or "(none)", n.reason), []).append(n.entry)
     return [(shorten(p), shorten(ids[0]) if len(ids) == 1 else entries(len(ids)),
-             shorten(why, TEXT_LIMIT)) for (p, why), ids in sorted(groups.items())]
+             shorten(why, TEXT_LIMIT)) for p, why, ids in unknown_groups(notes)]
 
 
 def outcome_line(plan: Plan) -> str | None:
@@ -127,6 +204,10 @@ def outcome_line(plan: Plan) -> str | None:
     if plan.reported:
         return (f"No actions to apply; what is reported above ({entries(plan.reported)}: "
                 "orphans, drift not corrected) is not acted on.")
+    found = sum(1 for p in plan.problems if p.code == FOUND_NOT_MADE)
+    if found:  # found untagged and different: not a match, though nothing is planned
+        return (f"No actions to apply, yet not in sync: warning {FOUND_NOT_MADE} names "
+                f"{entries(found)} made by hand, left as found until adopted.")
     return "No changes. The live supply matches the configuration."
 
 

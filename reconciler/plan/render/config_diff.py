@@ -2,9 +2,12 @@
 
 Markdown puts "What the config changes" above "What the cluster will get", both within the
 comment's budget (``LIMIT``): the config diff has at least ``CONFIG_SHARE`` of it, the plan
-the rest, and whatever one leaves goes to the other. Entries are grouped as the plan's are
-(removed first, then changed, then added; by kind and host group, ids folded as hostlists),
-each group's entries inside ``<details>``. JSON adds a ``config_diff`` member to the plan
+the rest, and whatever one leaves goes to the other. The planning settings that changed
+(safety values among them) are always shown, old → new, whatever the budget. Entries are
+grouped as the plan's are (removed first, then changed, then added; by kind and host group,
+ids folded as hostlists), each group's entries inside ``<details>``, counters folded into
+their hosts' hostlists with their amounts; the budget is shared fairly over the groups
+(``budget.Fair``). JSON adds a ``config_diff`` member to the plan
 document; text, and every other format, a section after the plan.
 """
 
@@ -21,9 +24,18 @@ from compiler.problem_render import fold_subjects
 from compiler.supply_map import Entry
 from compiler.textstyle import Style
 from reconciler.plan.model import Plan
-from reconciler.plan.render.common import TEXT_LIMIT, entries, shorten, value
+from reconciler.plan.render.budget import Fair, Item, Section, cell, fenced
+from reconciler.plan.render.common import (
+    TEXT_LIMIT,
+    Counted,
+    counter_what,
+    entries,
+    fold_counters,
+    shorten,
+    value,
+)
 from reconciler.plan.render.jsonfmt import plan_json
-from reconciler.plan.render.markdown import LIMIT, Budget, cell, fenced
+from reconciler.plan.render.markdown import LIMIT
 
 CONFIG_SHARE = 20_000  # of the markdown LIMIT: the config diff's at least, when the plan is big
 CLUSTER = "## What the cluster will get"
@@ -41,6 +53,7 @@ class EntryGroup:
     group: str | None
     ids: tuple[str, ...]
     changes: tuple[EntryChange, ...] = ()
+    entries: tuple[Entry, ...] = ()
 
     def line(self) -> str:
         """``+ 16 host: host/cn[0961-0976] (group cpu-b)``; a change names its fields."""
@@ -58,7 +71,8 @@ def _grouped(sign: str, members: Iterable[tuple[Entry, EntryChange | None]]) -> 
         groups.setdefault((entry.kind, host_group(entry) or "", paths), []).append(
             (entry, change))
     return [EntryGroup(sign, kind, group or None, tuple(e.id for e, _ in listed),
-                       tuple(c for _, c in listed if c is not None))
+                       tuple(c for _, c in listed if c is not None),
+                       tuple(e for e, _ in listed))
             for (kind, group, _), listed in sorted(groups.items())]
 
 
@@ -98,13 +112,43 @@ def render_text(diff: ConfigDiff, style: Style | None = None) -> str:
     return text if diff.review is None else f"{text}\n{review_text(diff.review, s)}"
 
 
-def _items(group: EntryGroup) -> Iterator[list[str]]:
-    sign = _ITEM_SIGN[group.sign]
+def _counted(group: EntryGroup) -> list[Counted] | None:
+    """The group's counters as folded lines show them (None: not counters, or a change of
+    more than their amount)."""
+    if group.kind != "counter":
+        return None
     if not group.changes:
-        yield from ([f"{sign} {fenced(shorten(i))}"] for i in group.ids)
+        if any(e.amount is None for e in group.entries):
+            return None
+        return [Counted(e.id, counter_what(e.id, *((None, e.amount) if group.sign == "+"
+                                                  else (e.amount, None))))
+                for e in group.entries]
+    if any(len(c.fields) != 1 or c.fields[0].path != "amount" for c in group.changes):
+        return None
+    return [Counted(c.entry.id, counter_what(c.entry.id, c.fields[0].before, c.fields[0].after))
+            for c in group.changes]
+
+
+def _items(group: EntryGroup) -> Iterator[Item]:
+    sign = _ITEM_SIGN[group.sign]
+    counted = _counted(group)
+    if counted is not None:
+        yield from (([f"{sign} {fenced(line)}"], ids) for line, _, ids in fold_counters(counted))
+        return
+    if not group.changes:
+        yield from (([f"{sign} {fenced(shorten(i))}"], (i,)) for i in group.ids)
     for c in group.changes:
-        yield [f"{sign} {fenced(shorten(c.entry.id))}",
-               *(f"{sign}     {fenced(field_line(f))}" for f in c.fields)]
+        yield ([f"{sign} {fenced(shorten(c.entry.id))}",
+                *(f"{sign}     {fenced(field_line(f))}" for f in c.fields)], (c.entry.id,))
+
+
+def _settings(diff: ConfigDiff) -> list[str]:
+    """The planning settings that changed, old → new: always shown, whatever the budget
+    (they are few, and a safety value is what a reviewer must see)."""
+    if not diff.settings:
+        return []
+    return [f"**Planning settings changed: {len(diff.settings)}**", "", "```diff",
+            *(f"! {fenced(field_line(f))}" for f in diff.settings), "```", ""]
 
 
 def _review(diff: ConfigDiff, limit: int) -> list[str]:
@@ -125,21 +169,15 @@ def render_markdown(diff: ConfigDiff, limit: int = CONFIG_SHARE) -> str:
     head += [line for note in diff.notes for line in (f"> **Note:** "
                                                       f"{cell(shorten(note, TEXT_LIMIT))}", "")]
     head += _review(diff, limit)
-    groups = entry_groups(diff.entries or EntriesDiff())
-    settings = f"~ {len(diff.settings)} planning setting(s): " + shorten(
-        ", ".join(f.path for f in diff.settings), TEXT_LIMIT)
-    budget = Budget(limit - _RESERVE - len("\n".join(head)) - 1,
-                    [*((g.line(), "diff") for g in groups),
-                     *([(settings, "diff")] if diff.settings else [])])
-    omitted = sum(budget.section(g.line(), _items(g), len(g.ids), "diff") for g in groups)
-    if diff.settings:
-        omitted += budget.section(settings, ([f"! {fenced(field_line(f))}"]
-                                             for f in diff.settings), len(diff.settings), "diff")
-    tail = [] if not omitted else [
-        f"> **Truncated:** {omitted} items are not shown to keep this section under "
-        f"{limit:,} characters; the member `config_diff` of `xce-plan --base "
+    head += _settings(diff)
+    budget = Fair(limit - _RESERVE - len("\n".join(head)) - 1,
+                  [Section(g.line(), "diff", _items(g), g.ids, g.kind)
+                   for g in entry_groups(diff.entries or EntriesDiff())])
+    tail = [] if not budget.omitted else [
+        f"> **Truncated:** {budget.omitted} entries are not shown one by one to keep this "
+        f"section under {limit:,} characters; the member `config_diff` of `xce-plan --base "
         f"{cell(shorten(diff.base))} --format json` lists them all.", ""]
-    return "\n".join([*head, *budget.lines, *tail]).rstrip("\n") + "\n"
+    return "\n".join([*head, *budget.lines(), *tail]).rstrip("\n") + "\n"
 
 
 def markdown_beside(diff: ConfigDiff, plan: Callable[[int], str], limit: int = LIMIT) -> str:

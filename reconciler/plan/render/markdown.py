@@ -1,10 +1,12 @@
 """Markdown for a pull-request comment: a summary table, guard problems, then the actions
 grouped by verb, kind and provider (destroys first), ids folded as hostlists, each group's
-entries inside ``<details>``.
+entries inside ``<details>``; counters folded into their hosts' hostlists with amounts.
 
-GitHub rejects comments over 65,536 characters, so the rendering stops adding lines when
-its budget (60,000) is spent and says where the full plan is: the CI artifact it is given
-the name of, else the saved plan file, else ``xce-plan --format json``; never a guess.
+GitHub rejects comments over 65,536 characters, so the rendering shares a budget (60,000)
+fairly over the groups (``budget.Fair``): each keeps a few lines and says how many more
+entries it has and which; past the budget it says where the full plan is: the CI artifact
+it is given the name of, else the saved plan file, else ``xce-plan --format json``; never a
+guess.
 """
 
 from __future__ import annotations
@@ -12,19 +14,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from compiler.problem_render import render_markdown as render_problems
-from reconciler.plan.model import Note, Plan, Verb
+from reconciler.plan.model import Action, Group, Note, Plan, Verb
+from reconciler.plan.render.budget import Fair, Item, Section, cell, fenced, size
 from reconciler.plan.render.common import (
     NOTE_TITLES,
     TEXT_LIMIT,
     ActionGroup,
+    Counted,
     action_line,
     change_lines,
+    counter_what,
+    entries,
+    fold_counters,
     group_actions,
     outcome_line,
     shorten,
     summary_line,
     symbol,
-    unknown_by_provider,
+    unknown_groups,
 )
 
 GITHUB_LIMIT = 65_536  # the most characters GitHub accepts in a comment
@@ -33,66 +40,7 @@ _RESERVE = 1_000  # room for the truncation note
 _MAX_PROBLEMS = 50  # each is a table row of up to a few hundred characters
 _DIFF_SYMBOL = {"+": "+", "~": "!", "-": "-"}  # "!" is how diff highlighting marks a change
 
-
-def fenced(text: str) -> str:
-    """A line inside a fenced block, which a ``` of its own would end early."""
-    return text.replace("```", "'''")
-
-
-def cell(text: str) -> str:
-    """Text in a table cell or a <summary>: no column break, no HTML, one line."""
-    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
-
-
-def _frame(title: str, fence: str) -> tuple[list[str], list[str]]:
-    """A folded section's opening and closing lines."""
-    opening = ["<details>", f"<summary>{cell(title)}</summary>", "",
-               *([f"```{fence}"] if fence else [])]
-    return opening, [*(["```"] if fence else []), "</details>", ""]
-
-
-def _size(lines: Iterable[str]) -> int:
-    return sum(len(line) + 1 for line in lines)
-
-
-class Budget:
-    """Collects lines up to a size; sections add whole items (an action with its changes).
-
-    The titles of the sections still to come are reserved (up to half the budget), so the
-    items of the first section never crowd out the summary lines of the others."""
-
-    def __init__(self, limit: int, titles: list[tuple[str, str]]) -> None:
-        self.lines: list[str] = []
-        self.size = 0
-        self.limit = limit
-        self._frames = [_size([*o, *c]) for o, c in (_frame(t, f) for t, f in titles)]
-        self._reserved = min(sum(self._frames), limit // 2)
-
-    def put(self, lines: Iterable[str]) -> None:
-        for line in lines:
-            self.lines.append(line)
-            self.size += len(line) + 1
-
-    def _fits(self, *parts: list[str]) -> bool:
-        return self.size + self._reserved + sum(_size(part) for part in parts) <= self.limit
-
-    def section(self, title: str, items: Iterable[list[str]], total: int, fence: str) -> int:
-        """A folded section (one of the titles given, in their order) with as many items as
-        fit; returns how many were left out (all of them when not even its title fits)."""
-        opening, closing = _frame(title, fence)
-        self._frames.pop(0)
-        self._reserved = min(self._reserved, sum(self._frames))
-        if not self._fits(opening, closing):
-            return total
-        self.put(opening)
-        shown = 0
-        for item in items:  # a generator: items past the budget are never even built
-            if not self._fits(item, closing):
-                break
-            self.put(item)
-            shown += 1
-        self.put(closing)
-        return total - shown
+__all__ = ["GITHUB_LIMIT", "LIMIT", "cell", "fenced", "render_markdown"]
 
 
 def _header(plan: Plan) -> list[str]:
@@ -116,16 +64,51 @@ def _header(plan: Plan) -> list[str]:
     return out
 
 
-def _action_items(group: ActionGroup) -> Iterator[list[str]]:
+def _counted(a: Action) -> Counted | None:
+    """A counter action a folded line can show: created, removed, or only its amount changed."""
+    if a.kind != "counter" or any(c.path != "amount" for c in a.changes):
+        return None
+    if a.changes:
+        before, after = a.changes[0].before, a.changes[0].after
+    elif a.verb.group is Group.ADD:
+        before, after = None, (a.after or {}).get("amount")
+    elif a.verb.removes:
+        before, after = (a.before or {}).get("amount"), None
+    else:
+        return None
+    if before is None and after is None:
+        return None
+    tag = "  (destructive)" if a.destructive else ""
+    return Counted(a.entry, counter_what(a.entry, before, after),
+                   f"  {shorten(a.reason, TEXT_LIMIT)}{tag}")
+
+
+def _action_items(group: ActionGroup) -> Iterator[Item]:
+    """One item per action, in apply order; counters folded by host and amounts."""
+    sign = _DIFF_SYMBOL[symbol(group.verb)]
+    provider = f"  [{shorten(group.provider)}]" if group.provider else ""
+    counted = [_counted(a) for a in group.actions] if group.kind == "counter" else []
+    if counted and all(c is not None for c in counted):
+        for line, tail, ids in fold_counters(c for c in counted if c is not None):
+            yield [f"{sign} {fenced(f'{group.verb:<8} {line}{provider}{tail}')}"], ids
+        return
     for a in group.actions:
-        yield [f"{_DIFF_SYMBOL[symbol(a.verb)]} {fenced(action_line(a))}",
-               *(f"!     {fenced(c)}" for c in change_lines(a))]
+        yield ([f"{sign} {fenced(action_line(a))}",
+                *(f"!     {fenced(c)}" for c in change_lines(a))], (a.entry,))
 
 
-def _note_items(notes: Iterable[Note]) -> Iterator[list[str]]:
+def _note_items(notes: Iterable[Note]) -> Iterator[Item]:
     for n in notes:
         provider = f" [{cell(shorten(n.provider))}]" if n.provider else ""
-        yield [f"- `{cell(shorten(n.entry))}`{provider} {cell(shorten(n.reason, TEXT_LIMIT))}"]
+        yield ([f"- `{cell(shorten(n.entry))}`{provider} {cell(shorten(n.reason, TEXT_LIMIT))}"],
+               (n.entry,))
+
+
+def _unknown_items(groups: list[tuple[str, str, list[str]]]) -> Iterator[Item]:
+    for provider, why, ids in groups:
+        what = shorten(ids[0]) if len(ids) == 1 else entries(len(ids))
+        yield ([f"- provider `{cell(shorten(provider))}`: {cell(what)} — "
+                f"{cell(shorten(why, TEXT_LIMIT))}"], tuple(ids))
 
 
 def _where_full(artifact: str | None, plan_file: str | None) -> str:
@@ -144,6 +127,23 @@ def _code_span(text: str) -> str:
     return cell(shorten(text)).replace("`", "'")
 
 
+def _sections(plan: Plan) -> list[Section]:
+    """The action groups, then the reported lists, then the unknown entries."""
+    out = [Section(g.line(), "diff", _action_items(g), [a.entry for a in g.actions], g.kind)
+           for g in group_actions(plan.actions)]
+    for name, title in NOTE_TITLES.items():
+        listed: tuple[Note, ...] = getattr(plan, name)
+        if listed:
+            out.append(Section(f"{title}: {len(listed)}", "", _note_items(listed),
+                               [n.entry for n in listed], "entry"))
+    if plan.unknown:
+        groups = unknown_groups(plan.unknown)
+        out.append(Section(f"Unknown (nothing planned): {len(plan.unknown)}", "",
+                           _unknown_items(groups), [i for *_, ids in groups for i in ids],
+                           "entry"))
+    return out
+
+
 def render_markdown(plan: Plan, limit: int = LIMIT, *, artifact: str | None = None,
                     plan_file: str | None = None) -> str:
     """The comment; ``artifact`` and ``plan_file`` are what the truncation note names."""
@@ -151,26 +151,10 @@ def render_markdown(plan: Plan, limit: int = LIMIT, *, artifact: str | None = No
     if plan.actions:
         head += [f"#### Actions: {len(plan.actions)}, destroys first; each group's entries "
                  "in apply order", ""]
-    groups = group_actions(plan.actions)
-    notes = [(f"{title}: {len(getattr(plan, name))}", getattr(plan, name))
-             for name, title in NOTE_TITLES.items() if getattr(plan, name)]
-    unknown = unknown_by_provider(plan.unknown)
-    unknown_title = f"Unknown (nothing planned): {len(plan.unknown)}"
-    budget = Budget(limit - _RESERVE - _size(head),
-                     [*((g.line(), "diff") for g in groups), *((t, "") for t, _ in notes),
-                      *([(unknown_title, "")] if unknown else [])])
-    omitted = 0
-    for group in groups:
-        omitted += budget.section(group.line(), _action_items(group), len(group.actions),
-                                  "diff")
-    for title, listed in notes:
-        omitted += budget.section(title, _note_items(listed), len(listed), "")
-    if unknown:
-        items = ([f"- provider `{cell(p)}`: {cell(what)} — {cell(why)}"]
-                 for p, what, why in unknown)
-        omitted += budget.section(unknown_title, items, len(unknown), "")
+    budget = Fair(limit - _RESERVE - size(head), _sections(plan))
     tail: list[str] = []
-    if omitted:
-        tail = [f"> **Truncated:** {omitted} items are not shown to keep this comment under "
-                f"{limit:,} characters. {_where_full(artifact, plan_file)}", ""]
-    return "\n".join([*head, *budget.lines, *tail]).rstrip("\n") + "\n"
+    if budget.omitted:
+        tail = [f"> **Truncated:** {budget.omitted} entries are not shown one by one to keep "
+                f"this comment under {limit:,} characters. {_where_full(artifact, plan_file)}",
+                ""]
+    return "\n".join([*head, *budget.lines(), *tail]).rstrip("\n") + "\n"
