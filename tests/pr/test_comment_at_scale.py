@@ -87,8 +87,8 @@ def test_500_hosts_added(repo: PolicyRepo, tmp_path: Path,
     assert all(lines for _, lines in _blocks(run.out)), "a group with nothing in it"
     # counters folded into their hosts' hostlist, with their amounts
     assert "\n+ counters of host/nx[0001-0500]: slots 64, mem 256GiB\n" in config
-    assert ("\n+ create   counters of host/nx[0001-0500]: slots 64, mem 256GiB  [controller]  not in the "
-            "live map\n") in cluster
+    assert ("\n+ create   counters of host/nx[0001-0500]: slots 64, mem 256GiB  [controller]  "
+            "not in the live map\n") in cluster
     assert _condensed(run.out, repo.base, head) == snapshot
 
 
