@@ -1,5 +1,6 @@
-"""``xce-sim-provider cloud|license``: a TEST DOUBLE standing in for a cloud account or a
-license server, as an ``exec`` provider (one JSON request on stdin, one reply on stdout).
+"""``python3 -m reconciler.testdoubles.sim_provider cloud|license``: a TEST DOUBLE standing
+in for a cloud account or a license server, as an ``exec`` provider (one JSON request on
+stdin, one reply on stdout). Not a command on users' PATH: a site binds it by module.
 
 It keeps its account in ``state.json`` in its working folder (the provider's state
 folder) and answers through the in-process providers' skeleton
@@ -7,7 +8,7 @@ folder) and answers through the in-process providers' skeleton
 every instance carries the owner tag of the site that created it, and no other site's
 request changes it. Set
 ``XCE_SIM_FAIL=<verb>`` to make a verb fail with UNAVAILABLE (for failure drills).
-``xce-sim-provider cloud --failover [--at T]``, run in that folder, stands for a proxy
+``… sim_provider cloud --failover [--at T]``, run in that folder, stands for a proxy
 failover: from then on its inventory reports a new ``session`` since T (the settle window).
 """
 
@@ -189,8 +190,8 @@ def failover(at: float) -> dict[str, Any]:
 
 
 def _parser() -> UsageParser:
-    p = UsageParser(prog="xce-sim-provider", description=__doc__.split("\n\n")[0] if __doc__
-                    else None)
+    p = UsageParser(prog="python3 -m reconciler.testdoubles.sim_provider",
+                    description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("kind", nargs="?", default="cloud", choices=sorted(SIMULATORS),
                    help="what it stands in for: a cloud account (instances) or a license "
                    "server (borrowed licenses); default: cloud")
@@ -226,7 +227,7 @@ def _run(argv: list[str] | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_cli("xce-sim-provider", lambda: _run(argv))
+    return run_cli("sim_provider", lambda: _run(argv))
 
 
 if __name__ == "__main__":  # pragma: no cover

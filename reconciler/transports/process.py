@@ -21,12 +21,16 @@ from reconciler.transports.base import named_error
 
 
 def _beside_us(program: str) -> str:
-    """A bare program name not on PATH is looked up beside this Python too, so commands
-    installed with xce-gitops (in the same virtual environment) run without activating it."""
-    if os.sep in program or shutil.which(program):
+    """A bare program name is looked up beside this Python first, then on PATH: commands
+    installed with xce-gitops (in the same virtual environment) run without activating it,
+    and ``python3 -m MODULE`` runs with the Python that runs xce-gitops (as ``npx`` prefers
+    a project's own programs)."""
+    if os.sep in program:
         return program
     local = Path(sys.executable).parent / program
-    return str(local) if local.is_file() and os.access(local, os.X_OK) else program
+    if local.is_file() and os.access(local, os.X_OK):
+        return str(local)
+    return shutil.which(program) or program
 
 
 def spawn(

@@ -5,7 +5,6 @@ reporter CLI, the filesystem — so the plan under test sees a state reached for
 
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
 import time
@@ -99,7 +98,8 @@ def foreign_entry(ws: Workspace, arg: Any) -> None:
 
 def stop_provider(ws: Workspace, arg: Any) -> None:
     command = list(compile_desired(ws.site).bindings.binding(arg).command or ())
-    assert os.path.basename(command[0]) == "xce-sim-provider", "only the simulator can stop"
+    simulator = ["-m", "reconciler.testdoubles.sim_provider"]
+    assert command[1:3] == simulator, "only the simulator can stop"
     ws.env["XCE_SIM_FAIL"] = "inventory"
 
 

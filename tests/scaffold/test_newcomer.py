@@ -21,7 +21,6 @@ from tests.scaffold.flow import is_clean, scaffold
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-TEST_DOUBLE = "xce-sim-provider"  # the example's simulated cloud, no command of a site's
 
 
 def _repository(dest: Path, ci: str) -> Path:
@@ -79,5 +78,14 @@ def test_the_guide_lists_every_command_installed() -> None:
     listed = re.search(r"This gives you the commands \(([^)]*)\)", guide)
     assert listed, "docs/getting-started.md lost its list of commands"
     named = set(re.findall(r"`(xce-[\w-]+)`", listed.group(1)))
-    assert named == set(scripts) - {TEST_DOUBLE}
+    assert named == set(scripts)
+
+
+def test_the_test_double_is_no_command_on_users_path() -> None:
+    """The example's simulated cloud ships as a module: no console script, and the example
+    site binds it by module (issue 21)."""
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert not any("testdoubles" in target for target in scripts.values())
+    example = (ROOT / "site-config" / "providers.yaml").read_text()
+    assert "command: [python3, -m, reconciler.testdoubles.sim_provider, cloud]" in example
 

@@ -44,9 +44,9 @@ from tests.stress.common import Figures, main, measured, rng_for
 from tests.stress.fault_proxy import FAULTS
 
 PROXY = Path(__file__).with_name("fault_proxy.py")
-SIM = Path(sys.executable).with_name("xce-sim-provider")
+SIM = f"{sys.executable}, -m, reconciler.testdoubles.sim_provider"  # YAML list items
 REMOVING = frozenset(v.value for v in Verb if v.removes)
-CLOUD = "    command: [xce-sim-provider, cloud]\n"
+CLOUD = "    command: [python3, -m, reconciler.testdoubles.sim_provider, cloud]\n"
 Fault = Callable[[Workspace, Callable[[], None]], None]
 
 
