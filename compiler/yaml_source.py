@@ -184,9 +184,15 @@ def _duplicate_keys(text: str, file: str) -> list[Problem]:
 
 
 def _mappings(node: Node | None) -> Iterator[MappingNode]:
+    """Every mapping of a composed document once: an alias is the node it names, so a
+    document that aliases an ancestor is a cycle, and one whose aliases nest is a bomb."""
     stack = [node]
+    seen: set[int] = set()
     while stack:
         n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
         if isinstance(n, MappingNode):
             yield n
             for k, v in n.value:
@@ -412,6 +418,11 @@ def _flow(problem: str, context: str, start: Any, line: int, col: int) -> _Expla
     """A ``[`` or ``{`` that runs on into the next line's item, or a ``:`` inside one."""
     closer = "]" if "]" in problem else "}"
     opener = "[" if closer == "]" else "{"
+    if "<stream end>" in problem:  # the file ends inside it (cut short, or never closed)
+        at = () if start is None else ((start.line, start.column),)
+        return _Explained(f"the file ends inside a '{opener}' that is never closed",
+                          f"close it with '{closer}'; if the file was cut short, restore it",
+                          line, col, at)
     if start is not None and start.line < line:
         return _Explained(
             f"the '{opener}' that starts at line {start.line + 1} is not closed before this",

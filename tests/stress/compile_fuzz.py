@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CASE_SECONDS = 10.0  # one in-process compile; the valid sites take ~20 ms
 PROCESS_SECONDS = 60.0
 PROCESS_MEMORY = 2 << 30  # bytes of address space a compile process may take
+IN_PROCESS_MEMORY = 4 << 30  # the fuzzing process itself, with its in-process compiles
 SPECIAL = ["fifo", "dev-zero", "dangling-link", "link-loop", "folder", "dev-full", "empty"]
 # Compiler errors a JSON Schema cannot say (docs/editors.md): a mutated document may hit them.
 BEYOND_CODES = frozenset({"XCE202", "XCE203", "XCE205", "XCE206", "XCE103", "XCE104"})
@@ -144,7 +145,25 @@ def compile_process(figures: Figures, case: Path, name: str) -> None:
             figures.fail(name, f"{p['code']} without a position: {p['message'][:200]}")
 
 
+@contextmanager
+def memory_bound(size: int) -> Iterator[None]:
+    """This process's address space bounded while in-process mutants compile: a compile that
+    would take all memory (an alias cycle walked for ever) is a MemoryError, a finding
+    naming its mutant, instead of the kernel killing the whole run."""
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (size, before[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, before)
+
+
 def fuzz(figures: Figures, root: Path, seed: int, count: int, processes: int) -> None:
+    with memory_bound(IN_PROCESS_MEMORY):
+        _fuzz(figures, root, seed, count, processes)
+
+
+def _fuzz(figures: Figures, root: Path, seed: int, count: int, processes: int) -> None:
     bases = base_sites(root)
     originals = {name: yaml_files(path) for name, path in bases.items()}
     case = root / "case"
