@@ -23,6 +23,7 @@ from reconciler.apply.ops import plan_digest
 from reconciler.plan.file import parse_plan
 from reconciler.state.store import ReviewStatus
 from tests.apply.small_site import raise_quotas, write_site
+from tests.git_identity import identity
 from tests.state.conftest import pg_admin, pg_target, sqlite_target, target  # noqa: F401
 from tests.state.targets import Target
 
@@ -70,9 +71,7 @@ class SiteRepo:
     def merge(self, branch: str) -> str:
         self.repo.git.checkout("main")
         self.repo.git.merge("--no-ff", branch, "-m", f"Merge {branch}",
-                            env={"GIT_AUTHOR_NAME": ACTOR.name, "GIT_AUTHOR_EMAIL": ACTOR.email,
-                                 "GIT_COMMITTER_NAME": ACTOR.name,
-                                 "GIT_COMMITTER_EMAIL": ACTOR.email})
+                            env=identity(ACTOR))
         return self.repo.head.commit.hexsha
 
     def _run(self, main: Callable[[list[str]], int], *args: str) -> Run:

@@ -99,6 +99,14 @@ def site_wanting(site: Path, users: str) -> None:
                        .replace("users: [bob]", f"users: [{users}]"))
 
 
+def in_folder(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands run in ``folder`` with the small site's embedded defaults (no state URL or
+    workdir from the environment)."""
+    monkeypatch.chdir(folder)
+    for name in ("XCE_STATE_URL", "XCE_WORKDIR"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def run(capsys: pytest.CaptureFixture[str], main: Any, *argv: str) -> tuple[int, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
@@ -108,9 +116,7 @@ def run(capsys: pytest.CaptureFixture[str], main: Any, *argv: str) -> tuple[int,
 def test_hand_made_directory_is_warned_adopted_and_corrected(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.chdir(tmp_path)
-    for name in ("XCE_STATE_URL", "XCE_WORKDIR"):
-        monkeypatch.delenv(name, raising=False)
+    in_folder(tmp_path, monkeypatch)
     user = some_user().pw_name if ROOT else "alice"
     site = write_site(tmp_path / "site")
     site_wanting(site, "bob")
@@ -151,9 +157,7 @@ def test_hand_made_directory_is_warned_adopted_and_corrected(
 def test_xce_adopt_refuses_a_directory_config_does_not_want(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.chdir(tmp_path)
-    for name in ("XCE_STATE_URL", "XCE_WORKDIR"):
-        monkeypatch.delenv(name, raising=False)
+    in_folder(tmp_path, monkeypatch)
     write_site(tmp_path / "site")
     assert apply_cli.main(["site", "--auto-approve"]) == 0
     (tmp_path / "site/.xce/fs/shared/xce/carol").mkdir()

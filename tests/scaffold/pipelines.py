@@ -24,15 +24,12 @@ from typing import Any
 import git
 from ruamel.yaml import YAML
 
+from tests.git_identity import SITE_ADMIN, identity
+
 BIN = Path(sys.executable).parent
 RUNNER_PATH = os.pathsep.join(["/usr/local/bin", "/usr/bin", "/bin"])  # no xce-* on it
-ADMIN = git.Actor("Site Admin", "admin@acme.example")
-IDENTITY = {
-    "GIT_AUTHOR_NAME": ADMIN.name or "",
-    "GIT_AUTHOR_EMAIL": ADMIN.email or "",
-    "GIT_COMMITTER_NAME": ADMIN.name or "",
-    "GIT_COMMITTER_EMAIL": ADMIN.email or "",
-}
+ADMIN = SITE_ADMIN
+IDENTITY = identity(ADMIN)
 # an opcode of a risk that xce-policy review calls an escalation (exit 3)
 ROLE_LINE = "      allow: [host.query, supply.query]"
 ESCALATING_ROLE_LINE = "      allow: [host.query, supply.query, host.drain]"

@@ -43,6 +43,8 @@ from typing import Any
 import git
 from ruamel.yaml import YAML
 
+from tests.git_identity import identity
+
 Value = str | int | float | bool | None
 Node = tuple[Any, ...]
 DEFAULT_TIMEOUT_MINUTES = 360
@@ -795,14 +797,9 @@ def _merge_commit(bare: git.Repo, base: str, head: str) -> str:
         tree = bare.git.merge_tree("--write-tree", base, head).splitlines()[0]
     except git.GitCommandError as err:
         raise WorkflowError(f"the pull request does not merge: {err.stdout}") from None
-    identity = {
-        "GIT_AUTHOR_NAME": ACTOR.name,
-        "GIT_AUTHOR_EMAIL": ACTOR.email,
-        "GIT_COMMITTER_NAME": ACTOR.name,
-        "GIT_COMMITTER_EMAIL": ACTOR.email,
-    }
+    as_actor = identity(ACTOR)
     message = f"Merge {head} into {base}"
-    return str(bare.git.commit_tree(tree, "-p", base, "-p", head, "-m", message, env=identity))
+    return str(bare.git.commit_tree(tree, "-p", base, "-p", head, "-m", message, env=as_actor))
 
 
 class ActionsRunner:

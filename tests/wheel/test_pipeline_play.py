@@ -30,6 +30,7 @@ import git
 import psycopg
 import pytest
 
+from tests.git_identity import SITE_ADMIN, identity
 from tests.pr.api_double import ForgeDouble, RecordedComment
 from tests.state.targets import pg_base_url, with_options
 from tests.wheel.actions_runner import ActionsRunner, JobResult, Run
@@ -39,13 +40,8 @@ pytestmark = [pytest.mark.wheel, pytest.mark.slow]
 
 REPO = "acme/acme-site"
 WORKFLOW = Path(".github", "workflows", "xce-gitops.yml")
-ADMIN = git.Actor("Site Admin", "admin@acme.example")
-IDENTITY = {
-    "GIT_AUTHOR_NAME": ADMIN.name or "",
-    "GIT_AUTHOR_EMAIL": ADMIN.email or "",
-    "GIT_COMMITTER_NAME": ADMIN.name or "",
-    "GIT_COMMITTER_EMAIL": ADMIN.email or "",
-}
+ADMIN = SITE_ADMIN
+IDENTITY = identity(ADMIN)
 APPLY_STEP = "Apply the reviewed plan"
 STICKY = "<!-- xce-gitops:{} -->"  # xce-pr's marker of the comment it keeps up to date
 CONFIG_DIFF, LIVE_PLAN = "## What the config changes", "## What the cluster will get"
