@@ -192,8 +192,15 @@ def structural(rng: random.Random, data: bytes) -> bytes:
 
 # --- shapes: nesting and bombs -----------------------------------------------------------
 
+# An indented block grows with the square of its depth (200,000 levels: 40 GB): those forms
+# stop where the text still fits under a site file's cap, far past the 64 levels allowed.
+MAX_INDENTED_DEPTH = 5_000
+
+
 def deep(form: str, depth: int) -> str:
     """A value nested ``depth`` levels in one of the forms YAML has."""
+    if form in ("block-list", "block-map"):
+        depth = min(depth, MAX_INDENTED_DEPTH)
     if form == "flow-list":
         return "[" * depth + "]" * depth
     if form == "flow-map":
