@@ -31,6 +31,7 @@ from reconciler.cli.options import add_workdir
 from reconciler.pipeline import (
     STATE_FILE,
     Desired,
+    Live,
     default_workdir,
     gather,
     load_desired,
@@ -296,7 +297,6 @@ def _body(argv: list[str] | None) -> int:
                     force=args.force, applied_before=applied, attempts=attempts,
                     accepted_shrink=args.accept_shrink, growth=_growth(against),
                     accept_growth=args.accept_growth)
-    err_style = Style.for_stream(sys.stderr)
     problems = [*desired.warnings, *live.problems]
     if args.live is not None:  # a snapshot's unknown providers explain the exit code
         problems += unreported(live)
@@ -312,6 +312,14 @@ def _body(argv: list[str] | None) -> int:
     recorded = _recorded(args, workdir, desired, shown, origin, seal, data, problems, site)
     place = None if desired.origins is None else desired.origins.place
     sys.stdout.write(_shown(shown, args, saved, against, place))
+    return _finish(args, plan, live, problems, saved=saved, recorded=recorded)
+
+
+def _finish(args: argparse.Namespace, plan: Plan, live: Live, problems: list[Problem], *,
+            saved: bool, recorded: RecordedPlan | None) -> int:
+    """After the plan on stdout: its problems, where it was saved or recorded, on stderr;
+    and the exit code."""
+    err_style = Style.for_stream(sys.stderr)
     if problems:
         sys.stderr.write(render_problems(problems, err_style))
     # A provider that did not report (or an id two providers report) leaves the plan

@@ -27,7 +27,7 @@ from reconciler.planner.rules_generic import plan_generic
 from reconciler.planner.rules_groups import plan_group
 from reconciler.planner.rules_hosts import plan_host, plan_instance
 from reconciler.planner.rules_jobs import plan_job_dir
-from reconciler.planner.settings import read_settings
+from reconciler.planner.settings import PlanSettings, read_settings
 from reconciler.planner.target import select
 from reconciler.state.store import ProvisionAttempts
 
@@ -103,6 +103,25 @@ def _touched(actions: Sequence[Action], observed: Mapping[str, Sequence[str]]) -
     return sorted(ids)
 
 
+def _guarded(actions: list[Action], settings: PlanSettings, desired: SupplyMap,
+             live: SupplyMap, *, force: bool, applied_before: bool | None,
+             growth: Growth | None, accept_growth: Collection[str]) -> list[Problem]:
+    """The safety guards' problems (``guards.check_guards``) over the counts they compare."""
+    return check_guards(
+        actions,
+        settings,
+        desired_per_provider=Counter(e.provider for e in desired.entries.values()),
+        live_per_provider=Counter(e.provider for e in live.entries.values()),
+        live_per_kind=Counter(e.kind for e in live.entries.values()),
+        unknown=live.unknown,
+        force=force,
+        generations=None if applied_before else live.generations,
+        new_site=applied_before is False,
+        growth=growth,
+        accept_growth=accept_growth,
+    )
+
+
 def make_plan(
     desired: SupplyMap,
     live: SupplyMap,
@@ -147,19 +166,9 @@ def make_plan(
         actions, notes, problems = select(actions, notes, targets,
                                           (desired.entries, live.entries))
     problems += found_not_made(notes["co_managed"], desired.entries, live.entries)
-    problems += check_guards(
-        actions,
-        settings,
-        desired_per_provider=Counter(e.provider for e in desired.entries.values()),
-        live_per_provider=Counter(e.provider for e in live.entries.values()),
-        live_per_kind=Counter(e.kind for e in live.entries.values()),
-        unknown=live.unknown,
-        force=force,
-        generations=None if applied_before else live.generations,
-        new_site=applied_before is False,
-        growth=growth,
-        accept_growth=accept_growth,
-    )
+    problems += _guarded(actions, settings, desired, live, force=force,
+                         applied_before=applied_before, growth=growth,
+                         accept_growth=accept_growth)
     return Plan(
         actions=tuple(actions),
         summary=summarize(actions, notes),
