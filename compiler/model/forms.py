@@ -263,7 +263,7 @@ def version_form(name: dict[str, Any]) -> dict[str, Any]:
     message = "a whole number, or a path-safe text without '@' (quote \"3.10\")"
     return {
         "anyOf": [
-            _branch({"type": "integer", "minimum": 0}, message),
+            _branch({"type": "integer", "minimum": 0, "maximum": MAX_AMOUNT}, message),
             _branch({k: v for k, v in name.items() if k != "errorMessage"}, message),
         ]
     }

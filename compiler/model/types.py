@@ -223,6 +223,10 @@ def _version(v: Any) -> str:
             f"a dataset version is a whole number or a string, got {v!r}; quote it to keep it "
             'as written (version: "3.10")',
         )
+    if isinstance(v, int) and not 0 <= v <= MAX_AMOUNT:  # what every JSON writer can write
+        raise PydanticCustomError(
+            "name", f"a whole-number dataset version is from 0 to {MAX_AMOUNT}; quote a "
+            "longer one to keep it as text (a path-safe name of at most 255 bytes)")
     return _dataset_part(str(v))
 
 
