@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,3 +35,12 @@ def example_site() -> Path:
 def snapshot_json(snapshot: SnapshotAssertion) -> SnapshotAssertion:
     """A snapshot stored as JSON, so reviewed outputs read as the files they are."""
     return snapshot.use_extension(JSONSnapshotExtension)
+
+
+@pytest.fixture(params=[0o022, 0o000], ids=["umask 022", "umask 000"])
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    """The process umask while a test runs: a usual one, and none at all (files made
+    private must be so whatever the umask)."""
+    old = os.umask(request.param)
+    yield request.param
+    os.umask(old)

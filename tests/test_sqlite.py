@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,13 +54,6 @@ def test_a_file_that_is_not_a_database_leaves_no_connection(tmp_path: Path) -> N
     with pytest.raises(sqlite3.DatabaseError):
         sqlite.connect(path)
     assert path.read_text().startswith("not a database")
-
-
-@pytest.fixture(params=[0o022, 0o000], ids=["umask 022", "umask 000"])
-def umask(request: pytest.FixtureRequest) -> Iterator[int]:
-    old = os.umask(request.param)
-    yield request.param
-    os.umask(old)
 
 
 def mode(path: Path) -> int:

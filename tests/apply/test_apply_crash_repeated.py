@@ -62,6 +62,18 @@ def kill_at_random(rng: random.Random, store: StateStore, digest: str, argv: lis
         time.sleep(0.005)
 
 
+def kill_series(rng: random.Random, site: Site, crashing: Crashing, kills: int,
+                log: Path) -> tuple[int, int]:
+    """Up to ``kills`` applies of ``crashing``'s plan, each SIGKILLed at random
+    (``kill_at_random``); (the kills made, the ops done when the last one died)."""
+    digest, ops = crashing.ops()
+    made = 0
+    with site.store() as store:
+        while made < kills and kill_at_random(rng, store, digest, crashing.argv, len(ops), log):
+            made += 1
+        return made, len(store.done_op_ids(digest))
+
+
 @pytest.mark.parametrize("make", [example_site, exec_site], ids=["example", "exec"])
 def test_an_apply_killed_again_and_again_finishes_each_op_once(
         site: Site, make: Callable[[Site], Crashing], capsys: pytest.CaptureFixture[str]) -> None:
@@ -70,11 +82,7 @@ def test_an_apply_killed_again_and_again_finishes_each_op_once(
     crashing = make(site)
     digest, ops = crashing.ops()
     log = site.root / "apply.log"
-    with site.store() as store:
-        for _ in range(KILLS):
-            if not kill_at_random(rng, store, digest, crashing.argv, len(ops), log):
-                break
-        killed_with = len(store.done_op_ids(digest))
+    _, killed_with = kill_series(rng, site, crashing, KILLS, log)
 
     last = start_apply(crashing.argv, log)
     out, _ = last.communicate(timeout=120)

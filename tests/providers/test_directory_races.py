@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -58,16 +59,45 @@ def swapper(root: Path, outside: Path) -> Callable[[threading.Event], None]:
     return loop
 
 
+@dataclass(frozen=True, slots=True)
+class QuotaRace:
+    """A volume whose quota tool logs the device:inode and path it reached, and a decoy
+    folder ``outside`` that a swapper puts in the volume's place."""
+
+    site: Site
+    outside: Path
+    log: Path
+
+    @classmethod
+    def made(cls, root: Path) -> QuotaRace:
+        outside = root / "outside"
+        outside.mkdir(parents=True)
+        tool, log = root / "quota.sh", root / "reached.log"
+        tool.write_text(QUOTA_TOOL)
+        template = ["/bin/sh", str(tool), str(log), "{subject}", "{kib}", "{path}"]
+        return cls(Site(root, {"quota_backend": "command", "quota_command": template}),
+                   outside, log)
+
+    def reached(self) -> list[list[str]]:
+        """Each run of the tool: the volume it reached (device:inode) and its path."""
+        text = self.log.read_text() if self.log.exists() else ""
+        return [line.split(" ", 1) for line in text.splitlines()]
+
+    def elsewhere(self, volume: str) -> list[list[str]]:
+        """The runs that reached anything but ``volume`` (the decoy, another folder)."""
+        return [r for r in self.reached() if r[0] != volume or r[1].startswith(str(self.outside))]
+
+
+def volume_of(path: Path) -> str:
+    st = path.stat()
+    return f"{st.st_dev}:{st.st_ino}"
+
+
 @pytest.mark.skipif(shutil.which("readlink") is None, reason="needs coreutils")
 def test_the_quota_tool_only_ever_reaches_the_verified_volume(tmp_path: Path) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    tool, log = tmp_path / "quota.sh", tmp_path / "reached.log"
-    tool.write_text(QUOTA_TOOL)
-    template = ["/bin/sh", str(tool), str(log), "{subject}", "{kib}", "{path}"]
-    site = Site(tmp_path, {"quota_backend": "command", "quota_command": template})
-    st = site.root.stat()
-    volume = f"{st.st_dev}:{st.st_ino}"
+    race = QuotaRace.made(tmp_path)
+    site, outside = race.site, race.outside
+    volume = volume_of(site.root)
     done, refused = 0, 0
     with running(swapper(site.root, outside)):
         deadline = time.monotonic() + RACE_SECONDS
@@ -81,9 +111,9 @@ def test_the_quota_tool_only_ever_reaches_the_verified_volume(tmp_path: Path) ->
                 assert reply.error.code is ErrorCode.FAILED_PRECONDITION, reply.to_json()
                 refused += 1
     assert site.root.is_dir() and not site.root.is_symlink()
-    reached = [line.split(" ", 1) for line in log.read_text().splitlines()]
+    reached = race.reached()
     assert done >= 5 and refused >= 1 and len(reached) >= done  # the race really ran
-    elsewhere = [r for r in reached if r[0] != volume or r[1].startswith(str(outside))]
+    elsewhere = race.elsewhere(volume)
     assert elsewhere == [], f"{len(elsewhere)} of {len(reached)} runs left the volume"
 
 

@@ -4,10 +4,8 @@ of the example site leave in the workdir, and on the saved plan."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,13 +22,6 @@ MANAGED = ("fs", "caches")
 # the example's host groups, made small: the files are the same, the apply is quick
 FEWER_HOSTS = {"cn[0001-0512]": "cn[0001-0004]", "cn[0513-0960]": "cn[0513-0514]",
                "bm[01-48]": "bm[01-02]", "gn[001-032]": "gn[001-002]"}
-
-
-@pytest.fixture(params=[0o022, 0o000], ids=["umask 022", "umask 000"])
-def umask(request: pytest.FixtureRequest) -> Iterator[int]:
-    old = os.umask(request.param)
-    yield request.param
-    os.umask(old)
 
 
 def small_site(root: Path) -> Path:

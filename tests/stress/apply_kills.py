@@ -38,7 +38,7 @@ import reconciler.cli.plan as plan_cli
 from reconciler.state import OpStatus, StateStore
 from tests.apply.conftest import Site
 from tests.apply.crashing import Crashing, example_site, exec_site, start_apply
-from tests.apply.test_apply_crash_repeated import kill_at_random
+from tests.apply.test_apply_crash_repeated import kill_series
 from tests.state.targets import PG_ENV, Target, with_options
 from tests.stress.common import Figures, main, measured, rng_for
 
@@ -120,11 +120,7 @@ def saved_series(figures: Figures, name: str, site: Site, crashing: Crashing, ki
     """The test's own series, ``kills`` long; the ledgers hold each op exactly once."""
     digest, ops = crashing.ops()
     log = site.root / "apply.log"
-    with site.store() as store:
-        for _ in range(kills):
-            if not kill_at_random(rng, store, digest, crashing.argv, len(ops), log):
-                break
-            figures.counts["SIGKILLs"] += 1
+    figures.counts["SIGKILLs"] += kill_series(rng, site, crashing, kills, log)[0]
     if finish(figures, name, site, crashing.argv, crashing.plan_argv, log) is None:
         return
     with site.store() as store:

@@ -22,7 +22,7 @@ from pathlib import Path
 from reconciler.protocol import ErrorCode, Reply
 from tests.providers.directory_site import Site
 from tests.providers.kit import inventory
-from tests.providers.test_directory_races import QUOTA_TOOL, running, swapper
+from tests.providers.test_directory_races import QuotaRace, running, swapper, volume_of
 from tests.stress.common import Figures, main, measured, rng_for
 
 Race = Callable[[Figures, Path, int, random.Random], None]
@@ -111,21 +111,14 @@ def evict_race(figures: Figures, root: Path, calls: int, rng: random.Random) -> 
 
 def quota_race(figures: Figures, root: Path, calls: int, rng: random.Random) -> None:
     """The quota tool only ever reaches the volume it was told (by device and inode)."""
-    outside = root / "outside"
-    outside.mkdir(parents=True)
-    tool, log = root / "quota.sh", root / "reached.log"
-    tool.write_text(QUOTA_TOOL)
-    template = ["/bin/sh", str(tool), str(log), "{subject}", "{kib}", "{path}"]
-    site = Site(root, {"quota_backend": "command", "quota_command": template})
-    st = site.root.stat()
-    volume = f"{st.st_dev}:{st.st_ino}"
-    with running(swapper(site.root, outside)):
+    race = QuotaRace.made(root)
+    site = race.site
+    volume = volume_of(site.root)
+    with running(swapper(site.root, race.outside)):
         for i in range(calls):
             judged(figures, "quota", site.request("create", entry={
                 "id": f"quota/shared/user/u{i}", "amount": 1 << 20}))
-    reached = [line.split(" ", 1) for line in log.read_text().splitlines()] \
-        if log.exists() else []
-    elsewhere = [r for r in reached if r[0] != volume or r[1].startswith(str(outside))]
+    reached, elsewhere = race.reached(), race.elsewhere(volume)
     figures.counts["quota tool runs"] += len(reached)
     if elsewhere:
         figures.counts["escapes"] += len(elsewhere)
