@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python benchmarks/bench_compile.py SITE_DIR [--repeat 3]``.
 
-The in-process run is the CLI's own body (``compiler.cli.main``) with timers wrapped around
+The in-process run is the CLI's own body (``compiler.cmds.compile.main``) with timers wrapped around
 the stage functions it calls, so the stages measured are exactly the ones that run, not a
 copy of the pipeline: load (YAML), validate (pydantic models), checks, emit (entries and
 the map), policy (allowlists, when a ``policies/`` folder is beside the site), locate
@@ -35,7 +35,7 @@ from unittest.mock import patch
 
 import orjson
 
-import compiler.cli as cli_mod
+import compiler.cmds.compile as cli_mod
 import compiler.compile as compile_mod
 
 # (module, function, stage): the functions the CLI body calls, looked up at call time.
@@ -169,7 +169,7 @@ def report(site: Path, repeat: int) -> int:
         f"({platform.machine()}, {platform.system()}), load average "
         f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}"
     )
-    print(f"in-process (compiler.cli.main), best of {repeat} by wall time:")
+    print(f"in-process (compiler.cmds.compile.main), best of {repeat} by wall time:")
     print(f"  {'stage':<10} {'wall':>7}   {'CPU':>7}")
     for stage in (*STAGES, "total"):
         if stage in best:  # "policy" runs only with a policies/ folder beside the site

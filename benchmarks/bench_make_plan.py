@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from deepdiff import DeepDiff
 
-from compiler.supply_map import Entry, SupplyMap
+from compiler.contract.supply_map import Entry, SupplyMap
 from reconciler.planner import make_plan
 
 OWNER = "site/bench"

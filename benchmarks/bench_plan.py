@@ -5,7 +5,7 @@ Run: ``.venv/bin/python benchmarks/bench_plan.py DESIRED LIVE [--unchanged LIVE0
 beside it), LIVE a drifted snapshot and LIVE0 one without drift (``make_live.py --drift 0``;
 default: DESIRED itself).
 
-The in-process run is the CLI's own body (``reconciler.cli.plan.main``) with timers wrapped
+The in-process run is the CLI's own body (``reconciler.cmds.plan.main``) with timers wrapped
 around the stage functions it calls: load desired, load live, plan, render (the json on
 stdout), write (``--out``); "other" is the rest (argument parsing, problems, stdout). The
 children run ``xce-plan --desired DESIRED --live LIVE --format json`` as a user would, with
@@ -42,9 +42,9 @@ import orjson
 from bench_compile import ChildRun, Clock, _mib, _now, _timer
 from deepdiff import DeepDiff
 
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.plan as plan_cli
 
-# (function name in reconciler.cli.plan, stage): what the CLI body calls, looked up at call time.
+# (function name in reconciler.cmds.plan, stage): what the CLI body calls, looked up at call time.
 TIMED = (
     ("load_desired", "load desired"),
     ("gather", "load live"),
@@ -199,7 +199,7 @@ def report(desired: Path, live: Path, unchanged: Path, repeat: int, sample: int)
     print(f"machine: {os.cpu_count()} CPUs, Python {platform.python_version()} "
           f"({platform.machine()}, {platform.system()}), load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(f"in-process (reconciler.cli.plan.main), 1% drift, median of {repeat}:")
+    print(f"in-process (reconciler.cmds.plan.main), 1% drift, median of {repeat}:")
     _stage_table(_median_clock([c for c, _ in drifted]))
     print(f"in-process, no change (live {unchanged}), median of {repeat}:")
     same_clock = _median_clock([c for c, _ in same])

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from compiler.hostlist import MAX_RANGE
-from compiler.units import parse_size
+from compiler.core.hostlist import MAX_RANGE
+from compiler.core.units import parse_size
 
 T = TypeVar("T")
 TIB = 2**40

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import orjson
 
-from compiler.supply_map import Entry, SupplyMap
+from compiler.contract.supply_map import Entry, SupplyMap
 
 JOINED_AGO = 86_400  # seconds before --now that live hosts joined
 

@@ -8,8 +8,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from compiler import codes
-from compiler.bindings import build_bindings, controller_name
 from compiler.checks.capacity import check_caches, check_quotas, check_warnings
 from compiler.checks.collisions import check_copy_ids, check_counter_ids, check_quota_ids
 from compiler.checks.discovery import check_discovery
@@ -20,6 +18,10 @@ from compiler.checks.references import check_references
 from compiler.checks.secrets import check_secrets
 from compiler.checks.topology import check_topology
 from compiler.checks.volumes import check_volumes
+from compiler.contract.bindings import build_bindings, controller_name
+from compiler.contract.supply_map import SupplyMap
+from compiler.core import codes
+from compiler.core.problems import Problem, Problems, Where
 from compiler.emit.context import EmitContext
 from compiler.emit.datasets import copies_by_location, emit_datasets
 from compiler.emit.hosts import emit_hosts
@@ -31,9 +33,13 @@ from compiler.model.drift import CompiledDrift, compile_drift
 from compiler.model.site import Settle, Site
 from compiler.policy import PolicyBuild, compile_policies
 from compiler.policy.compile import locate_policies
-from compiler.problems import Problem, Problems, Where
-from compiler.supply_map import SupplyMap
-from compiler.yaml_source import Locator, SourceFile, display_path, find_yaml_files, load_file
+from compiler.source.yaml_source import (
+    Locator,
+    SourceFile,
+    display_path,
+    find_yaml_files,
+    load_file,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,14 +21,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from compiler.problems import Problem, UserError, Where
-from compiler.supply_map import Entry, SupplyMap
-from compiler.units import format_size
+from compiler.contract.supply_map import Entry, SupplyMap
+from compiler.core.problems import Problem, UserError, Where
+from compiler.core.units import format_size
 from reconciler.plan.model import Action, Plan, Verb
 
 if TYPE_CHECKING:
     from compiler.model.document import SiteDocument
-    from compiler.yaml_source import SourceFile
+    from compiler.source.yaml_source import SourceFile
 
 CHANGED = "XCE790"  # an applied version's digest or size changed
 MISMATCHED = "XCE791"  # a correction names another version than the applied one
@@ -54,7 +54,7 @@ class VersionSources:
 
     def locate(self, problems: Iterable[Problem]) -> list[Problem]:
         """``file:line:column`` for each problem; only the files with one are parsed again."""
-        from compiler.yaml_source import Locator  # ruamel: not needed on the usual path
+        from compiler.source.yaml_source import Locator  # ruamel: not needed on the usual path
 
         return Locator(self.files).locate_all(problems)
 

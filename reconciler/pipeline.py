@@ -12,11 +12,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from compiler.bindings import BindingError, Bindings
-from compiler.build_files import BINDINGS
-from compiler.gc_pause import gc_paused
-from compiler.problems import Hints, Problem, Problems, Severity, UserError, Where
-from compiler.supply_map import MapReader, SupplyMap, read_json, read_map
+from compiler.contract.bindings import BindingError, Bindings
+from compiler.contract.build_files import BINDINGS
+from compiler.contract.supply_map import MapReader, SupplyMap, read_json, read_map
+from compiler.core.gc_pause import gc_paused
+from compiler.core.problems import Hints, Problem, Problems, Severity, UserError, Where
 from reconciler.dataset_versions import VersionSources, enforce_versions, explain_corrections
 from reconciler.live import HINTS as LIVE_HINTS
 from reconciler.live import (
@@ -35,7 +35,7 @@ from reconciler.planner.settings import read_settings
 from reconciler.state.store import ProvisionAttempts, StateStore
 
 if TYPE_CHECKING:  # the YAML reader is imported only where a site is compiled
-    from compiler.yaml_source import Locator
+    from compiler.source.yaml_source import Locator
 
 DEFAULT_WORKDIR = ".xce"
 STATE_FILE = "state.sqlite"  # the embedded state store, inside the workdir
@@ -149,8 +149,8 @@ def compile_desired(site_dir: Path, policies: Path | None = None) -> Desired:
     # Imported here: the language models and gitpython cost 0.2 s of start-up that a plan
     # from a compiled map (--desired) does not need.
     from compiler.compile import compile_site, located
-    from compiler.revision import site_revision
-    from compiler.yaml_source import Locator
+    from compiler.core.git import site_revision
+    from compiler.source.yaml_source import Locator
 
     compiled, files = compile_site(site_dir, problems, policies)
     shown = located(problems, files)

@@ -2,7 +2,7 @@
 
 The same JSON shapes travel in-process (built-in providers), over an ``exec`` call
 (one request on stdin, one reply on stdout) and over persistent JSON lines.
-Secrets travel only as references (``env:NAME`` or ``file:/path``, see ``compiler.secrets``).
+Secrets travel only as references (``env:NAME`` or ``file:/path``, see ``compiler.core.secrets``).
 
 Every provider answers the core verbs. The optional capabilities are CSI's controller
 capabilities (R4): a provider declares in ``info`` which it offers (``Capabilities``),
@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from compiler.entry_contract import segments_error
-from compiler.names import too_long_reason
-from compiler.secrets import SecretError, resolve
-from compiler.supply_map import Session
+from compiler.contract.entry import segments_error
+from compiler.contract.supply_map import Session
+from compiler.core.names import too_long_reason
+from compiler.core.secrets import SecretError, resolve
 
 CORE_VERBS = ("info", "probe", "inventory", "create", "update", "delete", "capacity")
 # Optional capability -> the verbs it adds (CSI: PUBLISH_UNPUBLISH_VOLUME with
@@ -63,7 +63,7 @@ def segments(value: object, what: str) -> dict[str, str]:
     """A topology segment map, checked: an extensible map of keys (R5) to labels.
 
     Keys are names (any site key, not a fixed list); values are printable labels bounded
-    like names, as racks are in site-config (``compiler.entry_contract.segments_error``, the
+    like names, as racks are in site-config (``compiler.contract.entry.segments_error``, the
     rule live entries are held to). Anything else is INVALID_ARGUMENT."""
     why = segments_error(value, what)
     if why is not None:
@@ -413,7 +413,7 @@ class Capabilities:
 
 
 def resolve_secret(reference: str) -> str:
-    """Read a secret by reference at call time (``compiler.secrets.resolve``), as a provider
+    """Read a secret by reference at call time (``compiler.core.secrets.resolve``), as a provider
     error: FAILED_PRECONDITION when it cannot be read, INVALID_ARGUMENT for no reference."""
     try:
         return resolve(reference)

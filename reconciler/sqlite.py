@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from compiler.private import private_file
+from compiler.core.private import private_file
 
 BUSY_TIMEOUT_S = 30.0
 WRITE = "BEGIN IMMEDIATE"
@@ -45,7 +45,7 @@ def connect(path: Path, timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
     """Open (or create, with its folder) ``path`` in WAL mode; nothing is left open on failure.
 
     Every file holds plans, owners, journal or ledger rows: it is private (0600, its new
-    folders 0700: ``compiler.private``), and SQLite gives its ``-wal`` and ``-shm`` files the
+    folders 0700: ``compiler.core.private``), and SQLite gives its ``-wal`` and ``-shm`` files the
     database's mode. One connection may serve several threads (``check_same_thread=False``):
     its owner serialises them with a lock.
     """

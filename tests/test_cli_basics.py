@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cli_runner import UsageParser
-from compiler.problem_render import fold_subjects, render, render_text
-from compiler.problems import Problem, Severity
+from compiler.cli.problem_render import fold_subjects, render, render_text
+from compiler.cli.runner import UsageParser
+from compiler.core.problems import Problem, Severity
 from tests.apply.small_site import write_site
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,12 +154,12 @@ def test_text_runs_keep_stdout_for_results(here: Path,
 
 # a function each command calls once its arguments are parsed, made to crash
 CRASH_AT = {
-    "xce-compile": ("compiler.cli", "compile_site", ["site"]),
-    "xce-policy": ("compiler.policy.cli", "compile_policies", ["compile", "--site", "site"]),
-    "xce-plan": ("reconciler.cli.plan", "load_desired", ["site"]),
-    "xce-apply": ("reconciler.cli.apply", "load_plan", ["plan.json"]),
-    "xce-lock": ("reconciler.cli.lock", "open_store", ["--site", "site", "list"]),
-    "xce-map": ("reconciler.cli.map", "_opened", ["--site", "site", "show"]),
+    "xce-compile": ("compiler.cmds.compile", "compile_site", ["site"]),
+    "xce-policy": ("compiler.cmds.policy", "compile_policies", ["compile", "--site", "site"]),
+    "xce-plan": ("reconciler.cmds.plan", "load_desired", ["site"]),
+    "xce-apply": ("reconciler.cmds.apply", "load_plan", ["plan.json"]),
+    "xce-lock": ("reconciler.cmds.lock", "open_store", ["--site", "site", "list"]),
+    "xce-map": ("reconciler.cmds.map", "_opened", ["--site", "site", "show"]),
 }
 
 
@@ -217,7 +217,7 @@ def test_problems_alike_but_for_their_subject_are_one_line_of_text() -> None:
 
 
 def test_problems_at_a_place_in_a_file_are_never_grouped() -> None:
-    from compiler.problems import Where
+    from compiler.core.problems import Where
 
     at = [Problem("XCE204", "in two groups", "", Where("hosts.yaml", (), line, 3),
                   subject=f"cn{line}") for line in (1, 2)]

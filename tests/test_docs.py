@@ -35,22 +35,23 @@ def test_the_example_site_admins_edit_still_compiles(tmp_path: Path) -> None:
     """site-config/ is the example of the README, the demo and ``xce-init --example``, and an
     admin trying things out may edit it (add a host group, say); so the suite asks of it only
     that it compiles. Everything exact is asserted on the pinned copy, tests/example_site/."""
-    import compiler.cli
+    import compiler.cmds.compile
 
-    assert compiler.cli.main([str(ROOT / "site-config"), "--out", str(tmp_path / "build")]) == 0
+    out = str(tmp_path / "build")
+    assert compiler.cmds.compile.main([str(ROOT / "site-config"), "--out", out]) == 0
 
 
 def test_usage_mistakes_exit_1_not_2() -> None:
     """argparse's exit 2 would read as "changes" to a CI job using detailed exit codes."""
-    import compiler.cli
-    import compiler.policy.cli
-    import reconciler.cli.apply
-    import reconciler.cli.digest
-    import reconciler.cli.lock
-    import reconciler.cli.map
-    import reconciler.cli.plan
+    import compiler.cmds.compile
+    import compiler.cmds.policy
+    import reconciler.cmds.apply
+    import reconciler.cmds.digest
+    import reconciler.cmds.lock
+    import reconciler.cmds.map
+    import reconciler.cmds.plan
 
-    for main in (compiler.cli.main, compiler.policy.cli.main, reconciler.cli.apply.main,
-                 reconciler.cli.digest.main, reconciler.cli.lock.main, reconciler.cli.map.main,
-                 reconciler.cli.plan.main):
+    for main in (compiler.cmds.compile.main, compiler.cmds.policy.main, reconciler.cmds.apply.main,
+                 reconciler.cmds.digest.main, reconciler.cmds.lock.main, reconciler.cmds.map.main,
+                 reconciler.cmds.plan.main):
         assert main(["--no-such-option"]) == 1, main.__module__

@@ -3,7 +3,7 @@ else in compiler/ or reconciler/. Docs may name codes for the reader: docstrings
 and a pydantic field's ``description=`` (the JSON Schema that editors show).
 
 A code is defined by a module-level ``NAME = "XCEnnn"`` in its area's table (e.g.
-compiler/codes.py, reconciler/apply/codes.py); everything else refers to the name, so a
+compiler/core/codes.py, reconciler/apply/codes.py); everything else refers to the name, so a
 code cannot drift between two copies, and its default hint sits beside it.
 """
 
@@ -114,7 +114,7 @@ def test_every_documented_code_is_defined() -> None:
 
 SAMPLE = '''
 """A module that names XCE101 in its docstring: allowed."""
-from compiler.problems import Problem
+from compiler.core.problems import Problem
 UNKNOWN_KEY = "XCE101"  # the one definition
 # a comment may say XCE102
 lowercase = "XCE103"

@@ -1,4 +1,4 @@
-"""One rule for what a secret is (``compiler.secrets``): the compiler refuses a literal under
+"""One rule for what a secret is (``compiler.core.secrets``): the compiler refuses a literal under
 exactly the keys every output masks, and a reference has one grammar everywhere.
 
 The copies this replaced disagreed: the compiler refused a literal ``auth`` that the plan
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from compiler.compile import compile_site, located
-from compiler.problems import Problems
-from compiler.secrets import (
+from compiler.core.problems import Problems
+from compiler.core.secrets import (
     SENSITIVE,
     SecretError,
     is_reference,

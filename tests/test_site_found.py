@@ -16,7 +16,7 @@ from pathlib import Path
 import git
 import pytest
 
-from compiler.scaffold.create import SMALL_SITE, render_templates
+from compiler.site_repo.create import SMALL_SITE, render_templates
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS: dict[str, str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][

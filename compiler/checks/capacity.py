@@ -7,15 +7,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from compiler import codes
 from compiler.checks.index import Index
+from compiler.core import codes
+from compiler.core.problems import Problems, Where
+from compiler.core.types import NO_UNIT, WrittenAsSize
+from compiler.core.units import format_size
 from compiler.model.document import SiteDocument
 from compiler.model.pools import LicensePool
 from compiler.model.quotas import Grant
-from compiler.model.types import NO_UNIT, WrittenAsSize
 from compiler.model.volumes import Volume
-from compiler.problems import Problems, Where
-from compiler.units import format_size
 
 BAD_LOCATION_CODES = (codes.UNKNOWN_NAME, codes.NOT_A_LOCATION)
 

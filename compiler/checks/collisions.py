@@ -8,11 +8,11 @@ caches) and a dataset copy (``dataset-copy/<dataset>@<location>``).
 
 from __future__ import annotations
 
-from compiler import codes
 from compiler.checks.hosts import HostTable
 from compiler.checks.index import Index
+from compiler.core import codes
+from compiler.core.problems import Problems, Where
 from compiler.model.document import SiteDocument
-from compiler.problems import Problems, Where
 
 
 def check_quota_ids(doc: SiteDocument, problems: Problems) -> None:

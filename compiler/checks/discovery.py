@@ -3,13 +3,13 @@ patterns are hostlists or globs, and no key is given that the policy would never
 
 from __future__ import annotations
 
-from compiler import codes
 from compiler.checks.index import Index
+from compiler.core import codes
+from compiler.core.name_patterns import pattern_problem
+from compiler.core.names import did_you_mean, visible
+from compiler.core.problems import Problems, Where
 from compiler.model.discovery import Discovery
 from compiler.model.document import SiteDocument
-from compiler.name_patterns import pattern_problem
-from compiler.names import did_you_mean, visible
-from compiler.problems import Problems, Where
 
 
 def check_discovery(doc: SiteDocument, index: Index, problems: Problems) -> None:

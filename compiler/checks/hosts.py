@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler import codes
-from compiler.hostlist import HostlistError, compress, parse
+from compiler.core import codes
+from compiler.core.hostlist import HostlistError, compress, parse
+from compiler.core.problems import Problems, Where
 from compiler.model.document import Located
 from compiler.model.hosts import HostGroup
-from compiler.problems import Problems, Where
 
 _HOSTLIST_CODES = {
     "syntax": codes.HOSTLIST_SYNTAX,

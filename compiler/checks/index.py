@@ -6,9 +6,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler import codes
+from compiler.core import codes
+from compiler.core.problems import Problems
 from compiler.model.document import Located, SiteDocument
-from compiler.problems import Problems
 
 
 @dataclass(slots=True)

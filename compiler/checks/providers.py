@@ -6,13 +6,13 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from compiler import codes
-from compiler.bindings import IMPLICIT_CONTROLLER
 from compiler.checks.index import Index
+from compiler.contract.bindings import IMPLICIT_CONTROLLER
+from compiler.contract.provider_params import EXTERNAL_KINDS, DatasetCopyParams
+from compiler.core import codes
+from compiler.core.problems import Problems, Where
 from compiler.model.document import Located, SiteDocument
-from compiler.model.provider_params import EXTERNAL_KINDS, DatasetCopyParams
 from compiler.model.providers import Provider
-from compiler.problems import Problems, Where
 
 # What each use needs of the provider bound to it.
 CAN_HOLD: dict[str, tuple[str, ...]] = {

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from compiler import codes
 from compiler.checks.hosts import HostTable
 from compiler.checks.index import Index, Namespace
 from compiler.checks.providers import provider_uses
+from compiler.core import codes
+from compiler.core.names import did_you_mean, visible
+from compiler.core.problems import Problems, Where
 from compiler.model.document import SiteDocument
-from compiler.names import did_you_mean, visible
-from compiler.problems import Problems, Where
 
 LOCATION_KINDS = ("site", "group", "pool", "host")
 

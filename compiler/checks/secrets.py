@@ -1,6 +1,6 @@
 """Secrets only by reference: a literal credential in site-config is an error (never echoed).
 
-What counts as a secret key and as a reference is ``compiler.secrets``' rule, the same one
+What counts as a secret key and as a reference is ``compiler.core.secrets``' rule, the same one
 every output redacts by.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from compiler import codes
+from compiler.core import codes
+from compiler.core.problems import Problems, Where
+from compiler.core.secrets import REFERENCE_FORMS, is_reference, is_secret_key
 from compiler.model.document import SiteDocument
-from compiler.problems import Problems, Where
-from compiler.secrets import REFERENCE_FORMS, is_reference, is_secret_key
 
 
 def _walk_params(params: Any, where: Where, problems: Problems, secret_key: str = "") -> None:

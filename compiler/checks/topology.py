@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from compiler import codes
+from compiler.core import codes
+from compiler.core.names import did_you_mean
+from compiler.core.problems import Problems, Where
 from compiler.model.document import SiteDocument
 from compiler.model.hosts import SHORTHANDS, HostGroup, HostOverride
-from compiler.names import did_you_mean
-from compiler.problems import Problems, Where
 
 
 def check_topology(doc: SiteDocument, problems: Problems) -> None:

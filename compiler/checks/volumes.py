@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from compiler import codes
 from compiler.checks.hosts import HostTable
 from compiler.checks.index import Index
+from compiler.contract.provider_params import DatasetCopyParams, DirectoryParams
+from compiler.core import codes
+from compiler.core.problems import Problems, Where
 from compiler.model.document import Located, SiteDocument
 from compiler.model.hosts import HostGroup
-from compiler.model.provider_params import DatasetCopyParams, DirectoryParams
 from compiler.model.volumes import Volume
-from compiler.problems import Problems, Where
 
 SINGLE_NODE = frozenset({"single-node-writer", "single-node-reader-only"})
 READER_ONLY = frozenset({"single-node-reader-only", "multi-node-reader-only"})

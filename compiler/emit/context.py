@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter
 
-from compiler.problems import Where, YPath
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
+from compiler.core.problems import Where, YPath
 
 _ID = attrgetter("id")
 Run = tuple[int, Where, YPath]  # (index of the run's first entry, item, path in the item)

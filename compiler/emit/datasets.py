@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from compiler.contract.supply_map import Entry
 from compiler.emit.context import EmitContext
 from compiler.model.datasets import Dataset
 from compiler.model.document import SiteDocument
-from compiler.supply_map import Entry
 
 
 def dataset_spec(d: Dataset) -> dict[str, Any]:

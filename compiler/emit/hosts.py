@@ -6,12 +6,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from compiler.checks.hosts import HostTable
+from compiler.contract.supply_map import Entry
+from compiler.core.hostlist import compress
 from compiler.emit.context import EmitContext
-from compiler.hostlist import compress
 from compiler.model.document import Located, SiteDocument
 from compiler.model.hosts import HostGroup, HostOverride, topology_of
 from compiler.model.site import Site
-from compiler.supply_map import Entry
 
 Attributes = dict[str, object]
 Copies = dict[str, list[str]]  # location -> sorted name@version of the copies there

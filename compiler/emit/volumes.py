@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from compiler.contract.supply_map import Entry
 from compiler.emit.context import EmitContext
 from compiler.model.document import SiteDocument
 from compiler.model.volumes import Volume
-from compiler.supply_map import Entry
 
 
 def mounts_by_group(doc: SiteDocument) -> dict[str, list[str]]:

@@ -9,10 +9,10 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
-from compiler.model import forms
-from compiler.model.forms import JsonForm
-from compiler.model.types import DatasetName, Description, Name, Size, Strict, Version
-from compiler.names import invisible_reason, shown
+from compiler.core import forms
+from compiler.core.forms import JsonForm
+from compiler.core.names import invisible_reason, shown
+from compiler.core.types import DatasetName, Description, Name, Size, Strict, Version
 
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 _DIGEST_RE = re.compile(DIGEST_PATTERN)

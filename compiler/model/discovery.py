@@ -5,7 +5,7 @@ or a mapping that limits the policy to name patterns and says what an admitted h
 
     discovery:
       policy: admit
-      names: ["burst*", "cn[0001-0100]"]   # hostlists or globs (compiler/name_patterns.py)
+      names: ["burst*", "cn[0001-0100]"]   # hostlists or globs (compiler/core/name_patterns.py)
       otherwise: report                     # the hosts the names do not match (default report)
       group: burst                          # an admitted host's group, and its features
       counters: {slots: 32}                 # default: the group's counters
@@ -22,7 +22,7 @@ from pydantic import Discriminator, Field, GetJsonSchemaHandler, Tag
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from compiler.model.types import Counters, Name, Strict
+from compiler.core.types import Counters, Name, Strict
 
 if TYPE_CHECKING:  # the document holds the site section, which holds this
     from compiler.model.document import Located

@@ -14,21 +14,21 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from compiler import codes
+from compiler.contract.provider_params import BUILTIN_PARAMS, DatasetCopyParams
+from compiler.core import codes
+from compiler.core.names import did_you_mean, visible
+from compiler.core.problems import Problem, Problems, Where, YPath
+from compiler.core.types import BareSeconds
 from compiler.model.datasets import DIGEST_HINT, Cache, Dataset, digest_hint
 from compiler.model.drift import DriftParts, read_section
 from compiler.model.errors import problems_from
 from compiler.model.hosts import HostGroup
 from compiler.model.pools import CustomCounter, LicensePool, StoragePool
-from compiler.model.provider_params import BUILTIN_PARAMS, DatasetCopyParams
 from compiler.model.providers import Provider, Proxy
 from compiler.model.quotas import Quota
 from compiler.model.site import Site
-from compiler.model.types import BareSeconds
 from compiler.model.volumes import Volume
-from compiler.names import did_you_mean, visible
-from compiler.problems import Problem, Problems, Where, YPath
-from compiler.yaml_source import SourceFile
+from compiler.source.yaml_source import SourceFile
 
 LANGUAGE_VERSION = 1
 

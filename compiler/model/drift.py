@@ -33,8 +33,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from compiler import codes
-from compiler.codes import (
+from compiler.core import codes, forms
+from compiler.core.codes import (
     BAD_ADDRESS,
     BAD_DATE,
     BAD_GLOB,
@@ -43,20 +43,19 @@ from compiler.codes import (
     WAIVER_EXPIRED,
     WAIVER_EXPIRES_SOON,
 )
-from compiler.model import forms
+from compiler.core.forms import JsonForm, char_class, given
+from compiler.core.names import did_you_mean, invisible_reason, shown
+from compiler.core.problems import Hints, Problems, Severity, Where
+from compiler.core.secrets import REFERENCE_FORMS, is_reference
+from compiler.core.types import Label, Name, PositiveDuration, Strict, VolumePath
 from compiler.model.datasets import MAX_REASON, _one_line
-from compiler.model.forms import JsonForm, char_class, given
 from compiler.model.site import EntryKind
-from compiler.model.types import Label, Name, PositiveDuration, Strict, VolumePath
-from compiler.names import did_you_mean, invisible_reason, shown
 from compiler.policy.reader import as_date
 from compiler.policy.waivers import days_left
-from compiler.problems import Hints, Problems, Severity, Where
-from compiler.secrets import REFERENCE_FORMS, is_reference
 
 if TYPE_CHECKING:
     from compiler.model.document import Located, SiteDocument
-    from compiler.yaml_source import SourceFile
+    from compiler.source.yaml_source import SourceFile
 
 # Unknown keys, missing keys and wrong types are the language's own (XCE101, XCE105, XCE102).
 HINTS = Hints({
@@ -439,7 +438,7 @@ def _check_expiry(w: DriftWaiver, where: Where, today: datetime.date,
 def _placer(files: Sequence[SourceFile], site: Path | None) -> Callable[[Where], str]:
     """``file:line:column`` of a rule, the file relative to the site folder (so drift.json
     is the same wherever the site is compiled from), else as problems show it."""
-    from compiler.yaml_source import Locator
+    from compiler.source.yaml_source import Locator
 
     locator = Locator(files)
     paths = {f.path: f.abspath for f in files}
@@ -459,7 +458,7 @@ def compile_drift(doc: SiteDocument, files: Sequence[SourceFile], problems: Prob
                   today: datetime.date, site: Path | None = None) -> CompiledDrift:
     """The site's drift sections as one, checked across files: each provider they name
     exists, ``notify`` is written once, and waivers near or past their date are warned of."""
-    from compiler.bindings import controller_name
+    from compiler.contract.bindings import controller_name
 
     parts = doc.drift
     providers = sorted({p.item.name for p in doc.providers} | {controller_name(doc)}

@@ -10,14 +10,14 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from compiler import codes
+from compiler.core import codes
+from compiler.core.names import did_you_mean, visible
+from compiler.core.problems import Problem, Where
+from compiler.core.secrets import is_secret_key
+from compiler.core.units import DURATION_HINT, SIZE_HINT
 from compiler.model.datasets import DIGEST_HINT
 from compiler.model.drift import OWN_MESSAGES as DRIFT_MESSAGES
 from compiler.model.retention import OWN_MESSAGES as RETENTION_MESSAGES
-from compiler.names import did_you_mean, visible
-from compiler.problems import Problem, Where
-from compiler.secrets import is_secret_key
-from compiler.units import DURATION_HINT, SIZE_HINT
 
 _TYPE_NAMES = {
     "int": "a whole number",

@@ -12,17 +12,17 @@ from typing import Annotated
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from compiler.model import forms
+from compiler.core import forms
+from compiler.core.forms import JsonForm
+from compiler.core.types import Strict
 from compiler.model.datasets import Cache, Dataset
 from compiler.model.document import LANGUAGE_VERSION
 from compiler.model.drift import DriftSection
-from compiler.model.forms import JsonForm
 from compiler.model.hosts import HostGroup
 from compiler.model.pools import Pools
 from compiler.model.providers import Provider, Proxy
 from compiler.model.quotas import Quota
 from compiler.model.site import Site
-from compiler.model.types import Strict
 from compiler.model.volumes import Volume
 from compiler.policy.reader import NAME_RE
 

@@ -7,9 +7,10 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from compiler.model import forms
-from compiler.model.forms import JsonForm, given, unset
-from compiler.model.types import (
+from compiler.core import forms
+from compiler.core.forms import JsonForm, given, unset
+from compiler.core.names import TOPOLOGY_KEY, invisible_reason, shown, too_long_reason
+from compiler.core.types import (
     Count,
     Counters,
     Description,
@@ -20,7 +21,6 @@ from compiler.model.types import (
     Name,
     Strict,
 )
-from compiler.names import TOPOLOGY_KEY, invisible_reason, shown, too_long_reason
 
 _COUNT_OR_BOUNDS = "give either 'count' or 'min'/'max', not both"
 COUNTERS = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from compiler.model import forms
-from compiler.model.types import (
+from compiler.core import forms
+from compiler.core.types import (
     COUNT_COUNTERS,
     NO_UNIT,
     Amount,

@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 from pydantic.config import JsonDict
 
-from compiler.model.provider_params import BUILTIN_KINDS, EXTERNAL_KINDS, ProviderKind
-from compiler.model.types import (
+from compiler.contract.provider_params import BUILTIN_KINDS, EXTERNAL_KINDS, ProviderKind
+from compiler.core.types import (
     Description,
     Duration,
     JsonData,

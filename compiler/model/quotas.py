@@ -6,8 +6,8 @@ from typing import Any, NamedTuple
 
 from pydantic import ConfigDict, Field, model_validator
 
-from compiler.model.forms import given, non_empty, unset
-from compiler.model.types import Amount, Name, SafeName, Strict
+from compiler.core.forms import given, non_empty, unset
+from compiler.core.types import Amount, Name, SafeName, Strict
 
 
 class Grant(NamedTuple):

@@ -23,10 +23,9 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
 
-from compiler import codes
-from compiler.model import forms
-from compiler.model.forms import unset
-from compiler.model.types import DaysDuration, Strict
+from compiler.core import codes, forms
+from compiler.core.forms import unset
+from compiler.core.types import DaysDuration, Strict
 
 Clock = Literal["job-end", "output-fetch"]
 OrphanPolicy = Literal["report", "remove"]

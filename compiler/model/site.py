@@ -6,9 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from compiler.model.discovery import DiscoverySetting
-from compiler.model.hosts import SHORTHANDS, TopologyKey
-from compiler.model.types import (
+from compiler.core.types import (
     Attempts,
     Count,
     Counters,
@@ -18,6 +16,8 @@ from compiler.model.types import (
     Name,
     Strict,
 )
+from compiler.model.discovery import DiscoverySetting
+from compiler.model.hosts import SHORTHANDS, TopologyKey
 
 ManagementLevel = Literal["observe", "report", "correct", "correct-destructive"]
 EntryKind = Literal[

@@ -6,8 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from compiler.model.retention import RetentionForm
-from compiler.model.types import (
+from compiler.core.types import (
     Description,
     Label,
     Mode,
@@ -17,6 +16,7 @@ from compiler.model.types import (
     Strict,
     VolumePath,
 )
+from compiler.model.retention import RetentionForm
 
 AccessMode = Literal[
     "single-node-writer",

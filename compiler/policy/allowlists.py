@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from compiler.build_files import ALLOWLISTS
+from compiler.contract.build_files import ALLOWLISTS
+from compiler.core.problems import Problems
 from compiler.policy import codes
 from compiler.policy.enforce import WaiverKey
 from compiler.policy.model import PROXY_ROLE, Catalog, Proxy, Waiver
 from compiler.policy.resolve import ResolvedRole
-from compiler.problems import Problems
 
 SCHEMA = 1
 FILENAME = ALLOWLISTS

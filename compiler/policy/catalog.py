@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from compiler.names import did_you_mean
+from compiler.core.names import did_you_mean
+from compiler.core.problems import Problems, Where
 from compiler.policy import codes
 from compiler.policy.model import Catalog, Category, Opcode, Risk
 from compiler.policy.reader import NAME_RE, Fields, read_document
-from compiler.problems import Problems, Where
-from compiler.yaml_source import SourceFile
+from compiler.source.yaml_source import SourceFile
 
 OPCODE_RE = re.compile(r"^[a-z][a-z0-9]*\.[a-z][a-z0-9-]*$")
 RISKS = tuple(r.value for r in Risk)

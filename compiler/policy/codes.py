@@ -1,6 +1,6 @@
 """The policies' problem codes (XCE600–XCE699, docs/errors.md "Policies"), each named once.
 
-As in ``compiler/codes.py``: the code is the stable part scripts match on, so it is written
+As in ``compiler/core/codes.py``: the code is the stable part scripts match on, so it is written
 only here; the hints depend on what was found and stay where the problem is made.
 """
 

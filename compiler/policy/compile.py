@@ -17,9 +17,11 @@ from typing import Any
 
 import git
 
-from compiler import __version__, bundled
-from compiler import codes as site_codes
-from compiler.canonical import digest, dumps
+from compiler import __version__
+from compiler.core import bundled
+from compiler.core import codes as site_codes
+from compiler.core.canonical import digest, dumps
+from compiler.core.problems import Problems, Where
 from compiler.policy import codes
 from compiler.policy.allowlists import build_document
 from compiler.policy.catalog import read_catalog
@@ -30,8 +32,7 @@ from compiler.policy.resolve import resolve_roles
 from compiler.policy.roles import read_roles
 from compiler.policy.site import read_site
 from compiler.policy.waivers import valid_waivers
-from compiler.problems import Problems, Where
-from compiler.yaml_source import SITE_POLICIES, SourceFile, display_path, load_file
+from compiler.source.yaml_source import SITE_POLICIES, SourceFile, display_path, load_file
 
 OPCODES, ROLES, GUARDRAILS = "opcodes.yaml", "roles.yaml", "guardrails.yaml"
 POLICY_FILES = (OPCODES, ROLES, GUARDRAILS)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from compiler.core.problems import Problems
 from compiler.policy import codes
 from compiler.policy.model import Catalog, Guardrail, Rule, Waiver
 from compiler.policy.resolve import ResolvedRole, known_role
 from compiler.policy.selectors import resolve_all
-from compiler.problems import Problems
 
 WaiverKey = tuple[str, str, str]  # guardrail, role, opcode
 

@@ -18,6 +18,7 @@ from typing import Any
 import git
 from git.exc import BadName, BadObject, InvalidGitRepositoryError, NoSuchPathError
 
+from compiler.core.problems import Problem, Problems, UserError
 from compiler.policy import codes
 from compiler.policy.compile import (
     POLICY_FILES,
@@ -27,8 +28,7 @@ from compiler.policy.compile import (
     missing_file,
 )
 from compiler.policy.site import mentions_site_policy
-from compiler.problems import Problem, Problems, UserError
-from compiler.yaml_source import (
+from compiler.source.yaml_source import (
     SITE_POLICIES,
     SourceFile,
     display_path,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.core.problems import Problems, Where
 from compiler.policy import codes
 from compiler.policy.model import Guardrail, Guardrails, Rule, WaiverLimits
 from compiler.policy.reader import NAME_RE, Fields, Ref, read_document
-from compiler.problems import Problems, Where
-from compiler.yaml_source import SourceFile
+from compiler.source.yaml_source import SourceFile
 
 RULE_KEYS = tuple(r.value for r in Rule)
 

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from compiler.core.problems import Where
 from compiler.policy.reader import Ref
-from compiler.problems import Where
 
 PROXY_ROLE = "proxy"  # the role every proxy instance of the site-config runs as
 

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.names import did_you_mean
+from compiler.core.names import did_you_mean
+from compiler.core.problems import Problems, Where
 from compiler.policy import codes
-from compiler.problems import Problems, Where
-from compiler.yaml_source import SourceFile
+from compiler.source.yaml_source import SourceFile
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from compiler.names import did_you_mean
+from compiler.core.names import did_you_mean
+from compiler.core.problems import Problems, Where
 from compiler.policy import codes
 from compiler.policy.model import Catalog, RoleDef, RoleRule, SitePolicy
 from compiler.policy.reader import Ref
 from compiler.policy.selectors import resolve, resolve_all
-from compiler.problems import Problems, Where
 
 
 @dataclass(frozen=True, slots=True)

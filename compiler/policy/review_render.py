@@ -6,9 +6,9 @@ from itertools import groupby
 
 import orjson
 
-from compiler.formats import Formats
+from compiler.cli.formats import Formats
+from compiler.core.textstyle import Style
 from compiler.policy.review import Delta, Review
-from compiler.textstyle import Style
 
 SIGNS = {"gained": "+", "lost": "-", "deny-added": "~", "deny-removed": "!"}
 VERBS = {

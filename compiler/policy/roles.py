@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.core.problems import Problems, Where
 from compiler.policy.model import RoleDef, RoleRule
 from compiler.policy.reader import NAME_RE, Fields, read_document
-from compiler.problems import Problems, Where
-from compiler.yaml_source import SourceFile
+from compiler.source.yaml_source import SourceFile
 
 ROLE_NAME_HINT = "role names are lowercase letters, digits and '-', e.g. node-manager"
 

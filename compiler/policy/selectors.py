@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-from compiler.names import did_you_mean
+from compiler.core.names import did_you_mean
+from compiler.core.problems import Problems
 from compiler.policy import codes
 from compiler.policy.catalog import RISKS
 from compiler.policy.model import Catalog
 from compiler.policy.reader import Ref
-from compiler.problems import Problems
 
 GLOB_CHARS = frozenset("*?[")
 

@@ -11,12 +11,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from compiler.core.problems import Problems, Where
 from compiler.policy.model import Proxy, RoleDef, RoleRule, SitePolicy, Waiver
 from compiler.policy.reader import Fields
 from compiler.policy.roles import read_role, read_role_rule
 from compiler.policy.waivers import read_waiver
-from compiler.problems import Problems, Where
-from compiler.yaml_source import SourceFile, display_path, find_yaml_files, load_bytes, read_file
+from compiler.source.yaml_source import (
+    SourceFile,
+    display_path,
+    find_yaml_files,
+    load_bytes,
+    read_file,
+)
 
 POLICY_KEYS = ("roles", "allow", "deny", "waivers")
 MARKERS = (b"policy", b"proxies")

@@ -12,11 +12,11 @@ import datetime
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from compiler.names import did_you_mean
+from compiler.core.names import did_you_mean
+from compiler.core.problems import Problems, Where
 from compiler.policy import codes
 from compiler.policy.model import Guardrail, Waiver, WaiverLimits
 from compiler.policy.reader import NAME_RE, Fields
-from compiler.problems import Problems, Where
 
 
 def read_waiver(item: Any, where: Where, problems: Problems) -> Waiver | None:

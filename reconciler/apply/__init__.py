@@ -4,9 +4,9 @@
 """
 
 from reconciler.apply.calls import RetryPolicy
-from reconciler.apply.render import FORMATS, render, report_json
 from reconciler.apply.report import ApplyReport, Outcome, Status
 from reconciler.apply.session import ApplyOptions, FreshPlan, apply
+from reconciler.render.apply import FORMATS, render, report_json
 
 __all__ = [
     "FORMATS",

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from compiler.problems import Problem
+from compiler.core.problems import Problem
 from reconciler.apply import codes
 from reconciler.apply.ops import planned_op, request_for
 from reconciler.apply.provider_pool import Transports

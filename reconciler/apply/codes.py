@@ -6,7 +6,7 @@ Keeping them together keeps docs/errors.md and the code in step.
 
 from __future__ import annotations
 
-from compiler.problems import Hints
+from compiler.core.problems import Hints
 
 # refused before anything runs
 USAGE = "XCE820"

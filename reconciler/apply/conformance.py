@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from compiler.problems import Problem, UserError
+from compiler.core.problems import Problem, UserError
 from reconciler.apply import codes as apply_codes
 from reconciler.pipeline import Desired, Live, plan_for
 from reconciler.plan import codes

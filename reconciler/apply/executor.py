@@ -13,7 +13,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from compiler.problems import Problem
+from compiler.core.problems import Problem
 from reconciler.apply import codes
 from reconciler.apply.graph import Graph
 from reconciler.apply.report import Outcome, Status

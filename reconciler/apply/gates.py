@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 
-from compiler.problems import Problem, Severity
+from compiler.core.problems import Problem, Severity
 from reconciler.apply import codes
 from reconciler.plan.model import Action, Plan
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from compiler.problems import UserError
+from compiler.core.problems import UserError
 from reconciler.apply import codes
 from reconciler.plan.model import Action
 

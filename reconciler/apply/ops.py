@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.canonical import digest_of
+from compiler.core.canonical import digest_of
 from reconciler.plan.model import Action, Plan
 from reconciler.protocol import Request
 from reconciler.state import PlannedOp

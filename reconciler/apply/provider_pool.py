@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from compiler.bindings import Bindings
+from compiler.contract.bindings import Bindings
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.registry import open_bound
 from reconciler.transports import Transport

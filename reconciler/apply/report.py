@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
 
-from compiler.cli_runner import EXIT_ERROR, EXIT_OK, EXIT_STALE
-from compiler.problems import Problem
+from compiler.cli.runner import EXIT_ERROR, EXIT_OK, EXIT_STALE
+from compiler.core.problems import Problem
 from reconciler.plan.model import Action, Note
 
 

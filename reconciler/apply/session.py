@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from compiler.problems import Problem, Severity, UserError
+from compiler.core.problems import Problem, Severity, UserError
 from reconciler.apply import codes
 from reconciler.apply.calls import CallContext, RetryPolicy, perform
 from reconciler.apply.conformance import check_conformance

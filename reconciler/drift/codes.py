@@ -6,7 +6,7 @@ rules and waivers (compiler side) and email have XCE870–XCE889, beside their c
 
 from __future__ import annotations
 
-from compiler.problems import Hints
+from compiler.core.problems import Hints
 
 USAGE = "XCE850"
 TEMPLATE_SYNTAX = "XCE851"

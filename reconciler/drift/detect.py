@@ -4,7 +4,7 @@ Every difference the report shows is one the planner decided on: an action (the 
 corrects it) or a note (orphans, drift reported, co-managed, unknown). Field detail is the
 action's own changes, or, for a note, the planner's ``field_changes`` on the two entries —
 one definition of what differs. Values and texts are redacted here, through
-``compiler.secrets``, before any rendering or the ledger sees them.
+``compiler.core.secrets``, before any rendering or the ledger sees them.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from compiler.secrets import Redactor
-from compiler.supply_map import Entry, SupplyMap
+from compiler.contract.supply_map import Entry, SupplyMap
+from compiler.core.secrets import Redactor
 from reconciler.drift.model import Category, FieldDiff, Finding
 from reconciler.drift.steps import FIX_PLAN, next_step
 from reconciler.plan.model import Action, Note, Plan

@@ -1,7 +1,7 @@
 """Drift reports as email: the message (text and HTML from the report's templates) and
 its sending over SMTP, with STARTTLS or implicit TLS and a login by secret reference.
 
-The password is read (``compiler.secrets.resolve``) just before the login and never
+The password is read (``compiler.core.secrets.resolve``) just before the login and never
 kept; what a server answers is redacted of it before any message shows it. Every
 failure — no connection, no answer within the timeout, TLS, a refused login, a dropped
 connection mid-message — is a ``SendFailed`` naming the server as ``host:port`` and how
@@ -21,12 +21,12 @@ from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid, parseaddr
 from pathlib import Path
 
-from compiler.file_io import write_atomic
+from compiler.core.file_io import write_atomic
+from compiler.core.problems import Hints, Problem, Severity, UserError
+from compiler.core.secrets import SecretError, redact_text, resolve, secret_values
 from compiler.model.drift import Notify, Smtp
-from compiler.problems import Hints, Problem, Severity, UserError
-from compiler.secrets import SecretError, redact_text, resolve, secret_values
 from reconciler.drift.model import DriftReport
-from reconciler.drift.render import FORMATS, Shown
+from reconciler.render.drift import FORMATS, Shown
 
 # xce-drift --notify's problem codes (XCE880–XCE889, docs/errors.md "Drift rules and email")
 NO_SETTINGS = "XCE880"

@@ -4,8 +4,8 @@ actions.
 
 Findings are alike when they have the same category, kind, provider, states and fields,
 and the same reason, fix, step and remark once the entry (``<subject>``, and its last part
-``<name>``, as ``compiler.problem_render.generic`` writes them) and the durations they
-name (``compiler.units.duration_text``) are set aside. A fold names its entries folded as
+``<name>``, as ``compiler.cli.problem_render.generic`` writes them) and the durations they
+name (``compiler.core.units.duration_text``) are set aside. A fold names its entries folded as
 hostlists are (``fold_subjects``, ``compress``), each duration as the range over its
 findings (``2 d 3 h to 2 d 5 h``), and a fix command that targets exactly its entries
 (``target_globs``). A finding whose id a command would have to quote is never folded.
@@ -19,10 +19,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from compiler.canonical import dumps_compact
-from compiler.hostlist import compress
-from compiler.problem_render import fold_subjects, generic
-from compiler.units import DURATION_TEXT_PATTERN, duration_seconds, duration_text
+from compiler.cli.problem_render import fold_subjects, generic
+from compiler.core.canonical import dumps_compact
+from compiler.core.hostlist import compress
+from compiler.core.units import DURATION_TEXT_PATTERN, duration_seconds, duration_text
 from reconciler.drift.model import Category, FieldDiff, Finding
 
 _DURATION = re.compile(DURATION_TEXT_PATTERN)

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from compiler.canonical import digest_of, dumps_compact
+from compiler.core.canonical import digest_of, dumps_compact
 from reconciler.drift.model import Category, Changed, FieldDiff, Finding, SinceLast
-from reconciler.plan.render.common import TEXT_LIMIT, shorten
+from reconciler.render.common import TEXT_LIMIT, shorten
 from reconciler.state.store import DriftEntry, DriftPending, DriftSeen
 
 KEPT_VALUE_CHARS = 2000  # a longer value is kept in the ledger as its shortened JSON text

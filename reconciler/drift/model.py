@@ -15,8 +15,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
-from compiler.problems import Problem
-from compiler.units import age_text
+from compiler.core.problems import Problem
+from compiler.core.units import age_text
 
 FORMAT_VERSION = 1  # of the JSON rendering (docs/drift.md, "JSON")
 

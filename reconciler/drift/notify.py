@@ -22,9 +22,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from compiler.cli_runner import EXIT_ERROR
+from compiler.cli.runner import EXIT_ERROR
+from compiler.core.problems import Problem, UserError
 from compiler.model.drift import DIGEST_DAYS, CompiledDrift, MailRoute, Notify
-from compiler.problems import Problem, UserError
 from reconciler.drift import codes
 from reconciler.drift.email import (
     HINTS,
@@ -39,7 +39,7 @@ from reconciler.drift.email import (
     write_eml,
 )
 from reconciler.drift.model import Changed, DriftReport, Finding, SinceLast
-from reconciler.drift.render import Shown, Templates
+from reconciler.render.drift import Shown, Templates
 from reconciler.state.errors import LockHeld, LockLost
 from reconciler.state.holder import current_holder
 from reconciler.state.store import DriftEntry, DriftPending, StateStore

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from compiler.problems import Problem
-from compiler.secrets import Redactor
+from compiler.core.problems import Problem
+from compiler.core.secrets import Redactor
 from reconciler.drift import detect, ledger
 from reconciler.drift.model import DriftReport
 from reconciler.drift.screen import Rule, screen

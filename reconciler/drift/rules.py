@@ -24,9 +24,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from compiler.core.problems import UserError
 from compiler.model.drift import CompiledDrift, CompiledIgnore, CompiledWaiver, Match
 from compiler.policy.waivers import days_left
-from compiler.problems import UserError
 from reconciler.drift.model import Category, Finding
 from reconciler.drift.screen import Rule, Verdict
 from reconciler.pipeline import DRIFT_FILE, HINTS, NOT_COMPILED

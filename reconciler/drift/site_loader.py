@@ -1,4 +1,4 @@
-"""A site's own drift templates, read as every input is (``compiler.file_io.read_input``).
+"""A site's own drift templates, read as every input is (``compiler.core.file_io.read_input``).
 
 jinja2's ``FileSystemLoader`` opens whatever a name leads to: a link to ``/proc/kmsg``
 waits for ever, and a FIFO or device named like a template is skipped, so the bundled
@@ -17,8 +17,8 @@ from typing import Any
 import jinja2
 from jinja2.loaders import split_template_path
 
-from compiler.file_io import SITE_FILE_CAP, read_input
-from compiler.problems import UserError
+from compiler.core.file_io import SITE_FILE_CAP, read_input
+from compiler.core.problems import UserError
 from reconciler.drift import codes
 
 

@@ -4,7 +4,7 @@ that proxies exported (``snapshot``). The problem codes are in ``codes``."""
 
 from __future__ import annotations
 
-from compiler.entry_contract import MAX_ID_BYTES, entry_errors, too_long, topology_error
+from compiler.contract.entry import MAX_ID_BYTES, entry_errors, too_long, topology_error
 from reconciler.live.codes import (
     BAD_BINDING,
     BAD_BINDINGS,

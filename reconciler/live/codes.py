@@ -3,7 +3,7 @@ each named once beside its default hint."""
 
 from __future__ import annotations
 
-from compiler.problems import Hints
+from compiler.core.problems import Hints
 
 BAD_BINDING = "XCE700"
 UNAVAILABLE = "XCE701"

@@ -4,7 +4,7 @@ A provider that fails, times out, answers garbage or reports only part of what i
 is listed in ``unknown`` with the reason, and its entries are left out: they are
 *unknown*, never *absent*, so the planner plans nothing (no create, no delete) for them.
 The same holds for providers not asked at all (``only``), and for a report with one
-entry outside the contract (``compiler.entry_contract``) or of a kind the provider does
+entry outside the contract (``compiler.contract.entry``) or of a kind the provider does
 not declare in ``info``: a provider that garbles one entry may have garbled others.
 """
 
@@ -16,11 +16,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from compiler.bindings import BindingError, Bindings
-from compiler.entry_contract import entry_errors
-from compiler.names import shown
-from compiler.problems import Problem, Severity
-from compiler.supply_map import Entry, Session, SupplyMap
+from compiler.contract.bindings import BindingError, Bindings
+from compiler.contract.entry import entry_errors
+from compiler.contract.supply_map import Entry, Session, SupplyMap
+from compiler.core.names import shown
+from compiler.core.problems import Problem, Severity
 from reconciler.live.codes import (
     BAD_BINDING,
     BAD_BINDINGS,
@@ -33,9 +33,9 @@ from reconciler.live.codes import (
     TIMED_OUT,
     UNAVAILABLE,
 )
-from reconciler.plan.render.common import TEXT_LIMIT, shorten
 from reconciler.protocol import ErrorCode, ProviderError, Request, inventory_session
 from reconciler.providers.registry import open_bound
+from reconciler.render.common import TEXT_LIMIT, shorten
 from reconciler.transports import Transport
 
 _BY_CODE = {

@@ -1,5 +1,5 @@
 """A live map saved to a file (``xce-plan --live FILE``): read as proxies exported it, every
-entry held to the contract (``compiler.entry_contract``) as a provider's report is.
+entry held to the contract (``compiler.contract.entry``) as a provider's report is.
 
 Well-typed files take ``decode_map``'s fast path, checked entry by entry with the same
 rule; anything else goes the general path, which names file, entry and field.
@@ -11,10 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from compiler.entry_contract import entry_error, entry_errors
-from compiler.json_duplicates import JsonPath, duplicate_keys
-from compiler.problems import Problem, Where
-from compiler.supply_map import (
+from compiler.contract.entry import entry_error, entry_errors
+from compiler.contract.supply_map import (
     SCHEMA_VERSION,
     DecodedMap,
     MapReader,
@@ -22,6 +20,8 @@ from compiler.supply_map import (
     read_map,
     session_error,
 )
+from compiler.core.json_duplicates import JsonPath, duplicate_keys
+from compiler.core.problems import Problem, Where
 from reconciler.live.codes import (
     HINTS,
     SNAPSHOT_NEWER,

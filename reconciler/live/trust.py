@@ -14,9 +14,9 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from compiler.problems import Problem, Severity
-from compiler.supply_map import SupplyMap
-from compiler.units import format_utc
+from compiler.contract.supply_map import SupplyMap
+from compiler.core.problems import Problem, Severity
+from compiler.core.units import format_utc
 from reconciler.live.codes import CANNOT_ACCEPT, CANNOT_ACCEPT_SHRINK, HINTS, ROLLED_BACK, SHRANK
 from reconciler.live.gather import NOT_ASKED, LiveResult
 from reconciler.plan.model import Verb

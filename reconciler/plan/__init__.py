@@ -1,1 +1,1 @@
-"""The plan: its data (model), its saved file (file) and its renderings (render)."""
+"""The plan as data: Plan, Action, Verb and the saved plan file; no workflow, no rendering."""

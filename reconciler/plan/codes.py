@@ -8,7 +8,7 @@ here, with its default hint where it has one.
 
 from __future__ import annotations
 
-from compiler.problems import Hints
+from compiler.core.problems import Hints
 
 # the planner: guards (XCE750, 751, 753 and 754 become warnings with --force)
 TOO_MANY_CHANGES = "XCE750"
@@ -30,12 +30,12 @@ NOT_A_PLAN = "XCE762"
 PLAN_TOO_NEW = "XCE763"
 PLAN_MALFORMED = "XCE764"
 PLAN_UNWRITABLE = "XCE765"
-# a saved plan applied elsewhere than it was made (reconciler/plan/origin.py)
+# a saved plan applied elsewhere than it was made (reconciler/review/origin.py)
 SITE_NOT_HERE = "XCE766"
 OTHER_WORKDIR = "XCE767"
 OTHER_STORE = "XCE768"
 PLAN_TOO_OLD = "XCE769"
-# reviewed plans: xce-plan --record, xce-apply --reviewed (reconciler/plan/reviewed.py)
+# reviewed plans: xce-plan --record, xce-apply --reviewed (reconciler/review/reviewed.py)
 UNREVIEWED = "XCE770"
 UNREVIEWED_APPLIED = "XCE771"
 NOT_RECORDED = "XCE772"
@@ -47,7 +47,7 @@ DESTROY_NOT_GIVEN = "XCE775"
 # the planner: settings.discovery as a mapping (reconciler/planner/discovery_policy.py)
 DISCOVERY_GROUP_MISSING = "XCE725"  # settings.discovery.group not in the desired map
 DISCOVERY_BAD_PATTERN = "XCE726"  # a settings.discovery.names pattern that cannot match
-# the config diff: xce-plan --base REV (reconciler/plan/config_base.py)
+# the config diff: xce-plan --base REV (reconciler/review/config_base.py)
 BASE_NOT_IN_GIT = "XCE740"
 BASE_NOT_FOUND = "XCE741"
 

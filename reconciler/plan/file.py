@@ -2,7 +2,7 @@
 
 A plan file records the desired digest, the git revision, the destroy permission, the
 fingerprint of every live entry the plan touches, and where it was made (the site folder,
-the workdir, the state store: ``reconciler/plan/origin.py``). The applier compares those
+the workdir, the state store: ``reconciler/review/origin.py``). The applier compares those
 before it acts, so a plan made against another config, workdir, store or an older live
 map is refused instead of being applied to a world it was not made for. The file is
 canonical JSON with a format name, a version and a digest of its own body, so a
@@ -22,16 +22,16 @@ from typing import Any
 
 import orjson
 
-from compiler.canonical import digest_of, dumps
-from compiler.file_io import MAP_CAP, read_input, write_atomic
-from compiler.gc_pause import gc_paused
-from compiler.private import FILE_MODE
-from compiler.problems import UserError
-from compiler.supply_map import Entry, SupplyMap
+from compiler.contract.supply_map import Entry, SupplyMap
+from compiler.core.canonical import digest_of, dumps
+from compiler.core.file_io import MAP_CAP, read_input, write_atomic
+from compiler.core.gc_pause import gc_paused
+from compiler.core.private import FILE_MODE
+from compiler.core.problems import UserError
 from reconciler.plan import codes
 from reconciler.plan.model import Plan, ShapeError, typed
-from reconciler.plan.origin import Origin
 from reconciler.plan.signature import sign
+from reconciler.review.origin import Origin
 
 FORMAT = "xce-plan"
 # 2: the plan records its origin. 3: it is signed by its state store, and keeps its own

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from compiler.problems import Problem, Severity
+from compiler.core.problems import Problem, Severity
 
 INSTANCE_BYTES = 16  # random bytes of a plan instance's identity (hex: 32 characters)
 

@@ -3,14 +3,14 @@
 Entries hold secrets only by reference; if a provider reports a literal anyway (under a
 secret key, or a resolved secret inside any value), ``xce-plan`` masks it once, here, before
 rendering and before saving, so every rendering and the plan file hold the same masked plan.
-What a secret is, and how it is masked, lives in ``compiler.secrets``.
+What a secret is, and how it is masked, lives in ``compiler.core.secrets``.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from compiler.secrets import Redactor
+from compiler.core.secrets import Redactor
 from reconciler.plan.model import Action, FieldChange, Plan
 
 

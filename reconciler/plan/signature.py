@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from compiler.problems import UserError
+from compiler.core.problems import UserError
 from reconciler.plan import codes
 
 SCHEME = "hmac-sha256"

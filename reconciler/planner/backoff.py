@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from compiler.supply_map import Entry
-from compiler.units import age_text, format_utc
+from compiler.contract.supply_map import Entry
+from compiler.core.units import age_text, format_utc
 from reconciler.plan.file import fingerprint
 from reconciler.plan.model import FailedAttempt
 from reconciler.planner.builder import Builder

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from compiler.supply_map import Entry, Session
+from compiler.contract.supply_map import Entry, Session
 from reconciler.plan.model import NOTE_LISTS, Action, FieldChange, Note, Verb
 from reconciler.planner.kinds import DATA_KINDS
 from reconciler.planner.settings import PlanSettings

@@ -13,7 +13,7 @@ from typing import Any
 
 from deepdiff import DeepDiff
 
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
 from reconciler.plan.model import FieldChange
 
 _ABSENT = object()

@@ -11,7 +11,7 @@ import heapq
 from collections.abc import Iterable
 from dataclasses import replace
 
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
 from reconciler.plan.model import Action, Group
 from reconciler.planner.kinds import PHASE_CONSTRUCT, order_key, phase_of
 from reconciler.planner.locality import claim_edges

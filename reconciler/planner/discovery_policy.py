@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.name_patterns import name_matcher, pattern_problem
-from compiler.problems import Problem, UserError
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
+from compiler.core.name_patterns import name_matcher, pattern_problem
+from compiler.core.problems import Problem, UserError
 from reconciler.plan import codes
 
 POLICIES = ("report", "admit", "reject")

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from compiler.problems import Problem, Severity
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
+from compiler.core.problems import Problem, Severity
 from reconciler.plan import codes
 from reconciler.plan.model import FieldChange, Note
 from reconciler.planner.compare import field_changes

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
 from reconciler.plan.model import Action, Verb
 from reconciler.planner.builder import Builder, Rule
 from reconciler.planner.kinds import PHASE_CONSTRUCT, phase_of

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 
-from compiler.problems import Problem
-from compiler.supply_map import SupplyMap
+from compiler.contract.supply_map import SupplyMap
+from compiler.core.problems import Problem
 from reconciler.plan.file import fingerprint
 from reconciler.plan.model import Action, Plan, summarize
 from reconciler.planner.backoff import attempts_reset

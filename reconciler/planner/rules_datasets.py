@@ -3,7 +3,7 @@ while a copy is moving."""
 
 from __future__ import annotations
 
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
 from reconciler.plan.model import FieldChange, Verb
 from reconciler.planner.builder import Builder, with_state
 

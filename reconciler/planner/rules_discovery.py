@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
 from reconciler.plan.model import FieldChange, Verb
 from reconciler.planner.builder import Builder, with_state
 from reconciler.planner.rules_generic import plan_generic, plan_update

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
 from reconciler.plan.model import FieldChange, Verb
 from reconciler.planner.builder import Builder
 from reconciler.planner.compare import field_changes

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from compiler.hostlist import compress
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
+from compiler.core.hostlist import compress
 from reconciler.planner.builder import Builder
 from reconciler.planner.rules_generic import plan_generic
 

@@ -6,8 +6,8 @@ so running jobs are never cut. An instance is released only after its host is dr
 
 from __future__ import annotations
 
-from compiler.supply_map import Entry
-from compiler.units import duration_text
+from compiler.contract.supply_map import Entry
+from compiler.core.units import duration_text
 from reconciler.plan.model import FieldChange, Verb
 from reconciler.planner.backoff import count_release, create_reason
 from reconciler.planner.builder import Builder, with_state

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.supply_map import Entry
-from compiler.units import age_text
+from compiler.contract.supply_map import Entry
+from compiler.core.units import age_text
 from reconciler.plan.model import Verb
 from reconciler.planner.builder import Builder
 

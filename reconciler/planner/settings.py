@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
 
-from compiler.problems import Problem, UserError
+from compiler.core.problems import Problem, UserError
 from reconciler.plan import codes
 from reconciler.planner.discovery_policy import Discovery, read_discovery
 from reconciler.planner.kinds import DEFAULT_MANAGEMENT, FALLBACK_LEVEL, LEVELS

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from compiler.problem_render import fold_subjects
-from compiler.supply_map import Entry, Session
-from compiler.units import age_text, format_utc
+from compiler.cli.problem_render import fold_subjects
+from compiler.contract.supply_map import Entry, Session
+from compiler.core.units import age_text, format_utc
 from reconciler.planner.kinds import RUNNING
 from reconciler.planner.settings import SettlePolicy
 

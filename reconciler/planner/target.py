@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from compiler.problems import Problem, Severity
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
+from compiler.core.problems import Problem, Severity
 from reconciler.plan import codes
 from reconciler.plan.model import Action, Note
 from reconciler.planner.settings import glob_matcher

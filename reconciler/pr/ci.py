@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from compiler.file_io import TEXT_CAP, Refused, read_input
-from compiler.problems import UserError
+from compiler.core.file_io import TEXT_CAP, Refused, read_input
+from compiler.core.problems import UserError
 from reconciler.pr.codes import CI_SETTINGS, HINTS, NO_PULL
 
 GITHUB, GITLAB = "github", "gitlab"

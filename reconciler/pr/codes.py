@@ -7,7 +7,7 @@ others' hints depend on the forge and its answer (``github.py``, ``gitlab.py``, 
 
 from __future__ import annotations
 
-from compiler.problems import Hints
+from compiler.core.problems import Hints
 
 USAGE = "XCE890"
 CI_SETTINGS = "XCE891"

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from compiler.problems import UserError
+from compiler.core.problems import UserError
 from reconciler.pr.codes import HINTS, NO_PULL
 
 OPEN, MERGED, CLOSED = "open", "merged", "closed"

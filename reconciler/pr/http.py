@@ -21,9 +21,9 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from compiler.cli_runner import DISTRIBUTION, product_version
-from compiler.problems import Problem, UserError
-from compiler.secrets import redact_text
+from compiler.cli.runner import DISTRIBUTION, product_version
+from compiler.core.problems import Problem, UserError
+from compiler.core.secrets import redact_text
 from reconciler.pr.codes import BAD_ANSWER, DENIED, HINTS, NOT_FOUND, REFUSED, UNREACHABLE
 
 SAID_CHARS = 300  # of a forge's error message: enough to read, not a page of HTML

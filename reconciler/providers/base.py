@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from compiler.canonical import digest_of
-from compiler.supply_map import Entry, entries_json
+from compiler.contract.supply_map import Entry, entries_json
+from compiler.core.canonical import digest_of
 from reconciler.protocol import (
     OPTIONAL,
     OPTIONAL_VERBS,
@@ -155,7 +155,7 @@ class ProviderSkeleton(ABC, Generic[BookT]):
 
     def __init__(self, name: str, params: BaseModel | None, workdir: Path) -> None:
         self.name = name
-        self.params = params  # the kind's model (compiler.model.provider_params); None: none
+        self.params = params  # the kind's model (compiler.contract.provider_params); None: none
         self.workdir = workdir
         self._mutex = threading.Lock()  # one change at a time per provider
 

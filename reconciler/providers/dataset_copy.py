@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from compiler.model.provider_params import DatasetCopyParams
-from compiler.supply_map import Entry
+from compiler.contract.provider_params import DatasetCopyParams
+from compiler.contract.supply_map import Entry
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, ChangeMade
 from reconciler.providers.dataset_digest import (

@@ -22,7 +22,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from compiler.file_io import kind_of
+from compiler.core.file_io import kind_of
 
 CHUNK = 1 << 20
 NODE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from compiler.model.provider_params import DirectoryParams
-from compiler.supply_map import Entry
+from compiler.contract.provider_params import DirectoryParams
+from compiler.contract.supply_map import Entry
 from reconciler.protocol import (
     ACCESS_MODES,
     ErrorCode,

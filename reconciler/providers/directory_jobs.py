@@ -21,7 +21,7 @@ from typing import Any
 
 from ClusterShell.RangeSet import RangeSet
 
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
 from reconciler.protocol import ProviderError
 from reconciler.providers.base import LIVE_SOURCE
 from reconciler.providers.directory_cleanup import Newest, Tree, changed, user_dir, walk_tree

@@ -20,7 +20,7 @@ import os
 import subprocess
 from collections.abc import Sequence
 
-from compiler.model.provider_params import DirectoryParams
+from compiler.contract.provider_params import DirectoryParams
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.transports.process import exit_detail
 

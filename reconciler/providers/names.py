@@ -3,7 +3,7 @@
 A name from a request becomes one path component; anything that could climb out of a
 directory (``/``, ``..``), truncate a C string (NUL), pass as a command-line option
 (leading ``-``) or confuse a log line is refused up front, by the same rule the compiler
-applies to names in site-config (``compiler.names.path_unsafe_reason``).
+applies to names in site-config (``compiler.core.names.path_unsafe_reason``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from compiler.names import path_unsafe_reason
+from compiler.core.names import path_unsafe_reason
 from reconciler.protocol import ErrorCode, ProviderError
 
 MAX_NAME_BYTES = 255

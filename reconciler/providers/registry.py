@@ -1,6 +1,6 @@
 """From a binding (``build/bindings.json``) to a ready Transport for that provider.
 
-A binding is a ``compiler.bindings.ProviderBinding``: a built-in provider is constructed
+A binding is a ``compiler.contract.bindings.ProviderBinding``: a built-in provider is constructed
 with its kind's params model, an external one gets its free-form params as ``config``.
 Built-in kinds are imported only when bound, so a site without a controller map never
 loads it. Each built-in keeps its state in ``<workdir>/providers/<name>/``; a
@@ -16,15 +16,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from compiler.bindings import BindingError, Bindings, ProviderBinding
-from compiler.private import private_dir
-from compiler.secrets import redact_text, secret_values
+from compiler.contract.bindings import BindingError, Bindings, ProviderBinding
+from compiler.core.private import private_dir
+from compiler.core.secrets import redact_text, secret_values
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
 from reconciler.providers.base import state_dir
 from reconciler.transports import BuiltinTransport, ExecTransport, JsonLinesTransport, Transport
 from reconciler.transports.base import named_error
 
-# Where each built-in kind of compiler.model.provider_params.BUILTIN_KINDS is implemented.
+# Where each built-in kind of compiler.contract.provider_params.BUILTIN_KINDS is implemented.
 BUILTINS = {
     "directory": ("reconciler.providers.directory", "DirectoryProvider"),
     "dataset-copy": ("reconciler.providers.dataset_copy", "DatasetCopyProvider"),

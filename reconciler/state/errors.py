@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from compiler.problems import Hints, UserError
+from compiler.core.problems import Hints, UserError
 from reconciler.state.store import Lock
 
 # the codes, as in reconciler/apply/codes.py: named once, documented in docs/errors.md

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from compiler.canonical import dumps_compact
+from compiler.core.canonical import dumps_compact
 from reconciler.state.dialect import Row
 from reconciler.state.store import DriftEntry, DriftPending, DriftSeen
 from reconciler.state.times import to_maybe_time, to_time

@@ -24,7 +24,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 
-from compiler.canonical import dumps_compact
+from compiler.core.canonical import dumps_compact
 from reconciler.state import inventory_counts, ledger
 from reconciler.state.dialect import Backend, Row
 from reconciler.state.errors import LockHeld, LockLost, StateError, epoch_moved, store_failed

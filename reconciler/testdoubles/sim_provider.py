@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
-from compiler.cli_runner import UsageParser, run_cli
+from compiler.cli.runner import UsageParser, run_cli
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
 from reconciler.providers.base import ProviderSkeleton, request_targets
 from reconciler.providers.opledger import fence, recorded

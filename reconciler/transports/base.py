@@ -12,9 +12,9 @@ from typing import Any, Protocol
 import orjson
 
 # The binding format's defaults, for the transports' callers.
-from compiler.bindings import DEFAULT_MAX_REPLY_BYTES as DEFAULT_MAX_REPLY_BYTES
-from compiler.bindings import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
-from compiler.units import format_size
+from compiler.contract.bindings import DEFAULT_MAX_REPLY_BYTES as DEFAULT_MAX_REPLY_BYTES
+from compiler.contract.bindings import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+from compiler.core.units import format_size
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
 
 

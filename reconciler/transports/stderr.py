@@ -1,7 +1,7 @@
 """A provider's stderr, redacted line by line, into ``<workdir>/providers/<name>/stderr.log``.
 
 External providers may print anything on stderr, a credential they were given included.
-Each complete line goes through ``compiler.secrets.redact_text`` before it is written, so
+Each complete line goes through ``compiler.core.secrets.redact_text`` before it is written, so
 a secret that arrives split across reads is still found; a line longer than
 ``MAX_LINE`` is dropped whole, never cut (a cut could split a secret). The log is created
 0600 (an existing one is made 0600), is never opened through a symbolic link, and moves
@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from compiler.private import FILE_MODE, private_dir
-from compiler.secrets import redact_text, secret_values
+from compiler.core.private import FILE_MODE, private_dir
+from compiler.core.secrets import redact_text, secret_values
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.transports.base import named_error
 from reconciler.transports.process import spawn

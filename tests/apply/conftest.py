@@ -17,12 +17,12 @@ from typing import Any
 import orjson
 import pytest
 
-from compiler.supply_map import Entry, SupplyMap
+from compiler.contract.supply_map import Entry, SupplyMap
 from reconciler.apply import ApplyOptions, ApplyReport, FreshPlan, RetryPolicy, apply
 from reconciler.pipeline import STATE_FILE, Desired, gather, load_desired, plan_for
 from reconciler.plan.file import SavedPlan, Seal, save_plan
 from reconciler.plan.model import Plan
-from reconciler.plan.origin import origin_here
+from reconciler.review.origin import origin_here
 from reconciler.state import StateStore
 from tests.state.conftest import pg_admin, pg_target, sqlite_target, target  # noqa: F401
 from tests.state.targets import Target

@@ -17,7 +17,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.plan as plan_cli
 from reconciler.apply.ops import op_id, plan_digest
 from reconciler.plan.file import load_plan
 from tests.apply.conftest import Site, volume_site
@@ -77,6 +77,6 @@ def exec_site(site: Site) -> Crashing:
 def start_apply(argv: list[str], log: Path) -> subprocess.Popen[str]:
     """Progress (a line per action) goes to ``log``: a pipe nobody reads would fill up."""
     with log.open("w") as err:
-        return subprocess.Popen([sys.executable, "-m", "reconciler.cli.apply", *argv,
+        return subprocess.Popen([sys.executable, "-m", "reconciler.cmds.apply", *argv,
                                  "--format", "json"], cwd=ROOT, stdout=subprocess.PIPE,
                                 stderr=err, text=True)

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from reconciler.cli import apply as apply_cli
+from reconciler.cmds import apply as apply_cli
 from reconciler.pipeline import gather, plan_for
 from tests.apply.conftest import Site, user_dir, volume, volume_site
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.plan as plan_cli
 from reconciler.state import OpStatus, StateStore
 from tests.apply.conftest import Site
 from tests.apply.crashing import Crashing, example_site, exec_site, start_apply

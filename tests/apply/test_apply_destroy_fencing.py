@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
 from reconciler.apply import FreshPlan, Status
 from reconciler.apply.ops import plan_digest
-from reconciler.cli import apply as apply_cli
+from reconciler.cmds import apply as apply_cli
 from reconciler.state import OpStatus, RunStatus
 from tests.apply.conftest import OWNER, Site, pool, volume, volume_site
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.map as map_cli
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.map as map_cli
+import reconciler.cmds.plan as plan_cli
 from reconciler.apply import ApplyOptions, ApplyReport, apply
 from reconciler.pipeline import STATE_FILE, Desired, gather, load_desired, plan_for
 from reconciler.plan.file import SavedPlan

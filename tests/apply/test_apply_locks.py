@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from reconciler.cli import apply as apply_cli
-from reconciler.cli import lock as lock_cli
+from reconciler.cmds import apply as apply_cli
+from reconciler.cmds import lock as lock_cli
 from reconciler.state import Holder, Lock
 from reconciler.state.holder import process_scope
 from reconciler.state.runs import lock_name

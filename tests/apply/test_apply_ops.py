@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
 from reconciler.apply import FreshPlan, Status
 from reconciler.apply.ops import op_id, plan_digest, request_for
 from reconciler.plan.file import load_plan

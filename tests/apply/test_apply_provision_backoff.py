@@ -17,10 +17,10 @@ from typing import Any
 import orjson
 import pytest
 
-import reconciler.cli.plan as plan_cli
-from compiler.supply_map import Entry, SupplyMap
+import reconciler.cmds.plan as plan_cli
+from compiler.contract.supply_map import Entry, SupplyMap
 from reconciler.apply import FreshPlan, RetryPolicy
-from reconciler.cli import map as map_cli
+from reconciler.cmds import map as map_cli
 from reconciler.pipeline import gather, plan_for, recorded_attempts
 from reconciler.plan.model import Action, Plan
 from reconciler.planner.backoff import instance_identity

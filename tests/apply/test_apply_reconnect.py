@@ -29,7 +29,7 @@ from typing import Any, cast
 import psycopg
 import pytest
 
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.plan as plan_cli
 from reconciler.apply import ApplyOptions, ApplyReport, FreshPlan, apply
 from reconciler.plan.file import SavedPlan
 from reconciler.state import Holder, OpStatus, RunStatus, StateStore

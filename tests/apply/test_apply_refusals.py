@@ -8,9 +8,9 @@ from dataclasses import replace
 import orjson
 import pytest
 
-from compiler.problems import Problem, UserError
+from compiler.core.problems import Problem, UserError
 from reconciler.apply import FreshPlan, Status
-from reconciler.cli import apply as apply_cli
+from reconciler.cmds import apply as apply_cli
 from reconciler.pipeline import gather
 from reconciler.plan.file import fingerprint
 from reconciler.plan.model import Plan

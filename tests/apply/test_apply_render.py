@@ -9,11 +9,12 @@ from dataclasses import replace
 
 from syrupy.assertion import SnapshotAssertion
 
-from compiler.problems import Severity
-from compiler.textstyle import Style
-from reconciler.apply import ApplyReport, Outcome, Status, codes, render
+from compiler.core.problems import Severity
+from compiler.core.textstyle import Style
+from reconciler.apply import ApplyReport, Outcome, Status, codes
 from reconciler.apply.progress import Bar, PlainLines, sink_for
 from reconciler.plan.model import Action, Note, Verb
+from reconciler.render.apply import render
 
 
 def _action(verb: str, entry: str, provider: str = "shared-fs") -> Action:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.plan as plan_cli
 from reconciler.state import open_store
 from tests.apply.small_site import write_site
 from tests.state.conftest import pg_admin, pg_target, sqlite_target, target  # noqa: F401

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.plan as plan_cli
-from compiler.canonical import digest_of, dumps
-from compiler.cli import main as compile_main
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.plan as plan_cli
+from compiler.cmds.compile import main as compile_main
+from compiler.core.canonical import digest_of, dumps
 from reconciler.state import open_store
 from reconciler.state.urls import without_password
 from tests.apply.small_site import raise_quotas, write_site

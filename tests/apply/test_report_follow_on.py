@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-import reconciler.cli.apply as apply_cli
-from reconciler.apply import ApplyReport, Outcome, Status, codes, render
+import reconciler.cmds.apply as apply_cli
+from reconciler.apply import ApplyReport, Outcome, Status, codes
 from reconciler.apply.progress import PlainLines
 from reconciler.plan.model import Action, Verb
+from reconciler.render.apply import render
 from tests.e2e.workspace import SITES, materialize
 
 HERE = Path(__file__).resolve().parent

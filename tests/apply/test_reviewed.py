@@ -16,9 +16,9 @@ from pathlib import Path
 import git
 import pytest
 
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.plan as plan_cli
-from compiler.cli_runner import EXIT_STALE, EXIT_UNREVIEWED
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.plan as plan_cli
+from compiler.cli.runner import EXIT_STALE, EXIT_UNREVIEWED
 from reconciler.apply.ops import plan_digest
 from reconciler.plan.file import parse_plan
 from reconciler.state.store import ReviewStatus

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from compiler.cli_runner import EXIT_STALE, EXIT_UNREVIEWED
+from compiler.cli.runner import EXIT_STALE, EXIT_UNREVIEWED
 from reconciler.state.store import ReviewStatus
 from tests.apply.test_reviewed import SiteRepo, _changed_out_of_band, site  # noqa: F401
 from tests.state.conftest import pg_admin, pg_target, sqlite_target, target  # noqa: F401

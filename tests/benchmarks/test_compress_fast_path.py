@@ -6,7 +6,7 @@ from ClusterShell.NodeSet import NodeSet
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.hostlist import compress
+from compiler.core.hostlist import compress
 
 # Fast-path names (letters + digits, any padding) mixed with slow-path ones (digits inside,
 # no digits, a leading digit), in any order and with repeats.

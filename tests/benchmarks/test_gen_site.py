@@ -9,10 +9,10 @@ from pathlib import Path
 
 import orjson
 
-from compiler.cli import main as compile_main
+from compiler.cmds.compile import main as compile_main
 from compiler.compile import compile_site
-from compiler.problems import Problems
-from compiler.supply_map import SupplyMap
+from compiler.contract.supply_map import SupplyMap
+from compiler.core.problems import Problems
 
 ROOT = Path(__file__).resolve().parents[2]
 SHAPE = {"hosts": 2000, "groups": 20, "users": 300, "datasets": 40, "copies": 3}

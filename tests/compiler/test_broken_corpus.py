@@ -25,12 +25,12 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 from syrupy.assertion import SnapshotAssertion
 
-from compiler.cli import main
+from compiler.cli.problem_render import render
+from compiler.cmds.compile import main
 from compiler.compile import compile_site, located
+from compiler.core.problems import Problem, Problems, Where
+from compiler.core.textstyle import Style
 from compiler.model.document import TOP_KEYS
-from compiler.problem_render import render
-from compiler.problems import Problem, Problems, Where
-from compiler.textstyle import Style
 
 BROKEN = Path(__file__).parent / "broken"
 CASES = sorted(p.name for p in BROKEN.iterdir() if p.is_dir())

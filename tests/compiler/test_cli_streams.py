@@ -163,7 +163,7 @@ def test_a_path_of_3000_folders(argv: list[str], tmp_path: Path) -> None:
 
 def test_the_escape_is_valid_json_for_every_character() -> None:
     """Astral characters as UTF-16 pairs, lone surrogates as themselves: JSON reads them."""
-    from compiler.std_streams import GuardedStream
+    from compiler.cli.std_streams import GuardedStream
 
     class Ascii:
         encoding = "ascii"

@@ -11,7 +11,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 import compiler.compile as compile_mod
-from compiler.cli import main
+from compiler.cmds.compile import main
 
 
 def _compile(site: Path, out: Path) -> dict[str, bytes]:

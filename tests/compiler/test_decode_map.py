@@ -9,7 +9,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.supply_map import Entry, SupplyMap, decode_map
+from compiler.contract.supply_map import Entry, SupplyMap, decode_map
 
 # Integers orjson reads as int; beyond them it reads floats (see decode_map).
 _int = st.integers(min_value=-(2**63), max_value=2**64 - 1)

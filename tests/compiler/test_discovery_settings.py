@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from compiler.compile import compile_site
-from compiler.problems import Problems
-from compiler.supply_map import SupplyMap
+from compiler.contract.supply_map import SupplyMap
+from compiler.core.problems import Problems
 
 HOSTS = """version: 1
 host_groups:

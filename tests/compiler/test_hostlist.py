@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.hostlist import (
+from compiler.core.hostlist import (
     MAX_HOSTS,
     MAX_NUMBER,
     MAX_RANGE,

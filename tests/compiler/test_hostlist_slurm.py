@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler.hostlist import MAX_RANGE, HostlistError, parse
+from compiler.core.hostlist import MAX_RANGE, HostlistError, parse
 
 SCONTROL = shutil.which("scontrol")
 pytestmark = pytest.mark.skipif(

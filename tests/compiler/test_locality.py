@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from compiler.compile import compile_site
-from compiler.problems import Problems
-from compiler.supply_map import SupplyMap
+from compiler.contract.supply_map import SupplyMap
+from compiler.core.problems import Problems
 
 DIGEST = "sha256:" + "0" * 64
 

@@ -15,10 +15,10 @@ import pytest
 
 from compiler.checks.volumes import folder_parts
 from compiler.compile import compile_site
-from compiler.model.types import COUNT_COUNTERS, NO_UNIT, Count, Counters
-from compiler.problems import Problems
-from compiler.schema_export import site_file_schema, value_schema
-from compiler.yaml_source import load_text
+from compiler.core.problems import Problems
+from compiler.core.types import COUNT_COUNTERS, NO_UNIT, Count, Counters
+from compiler.emit.schema import site_file_schema, value_schema
+from compiler.source.yaml_source import load_text
 
 BROKEN = Path(__file__).parent / "broken"
 # What ruamel's parser says; a message in words shows none of it.

@@ -15,10 +15,12 @@ from typing import Any
 import git
 import pytest
 
-from compiler import __version__, bundled
-from compiler.cli import main as compile_main
+from compiler import __version__
+from compiler.cmds.compile import main as compile_main
+from compiler.cmds.policy import main as policy_main
 from compiler.compile import compile_site, located
-from compiler.policy.cli import main as policy_main
+from compiler.core import bundled
+from compiler.core.problems import Problem, Problems
 from compiler.policy.compile import (
     BUNDLED,
     GIVEN,
@@ -28,9 +30,8 @@ from compiler.policy.compile import (
     locate_policies,
 )
 from compiler.policy.gitsource import compile_at
-from compiler.problems import Problem, Problems
-from reconciler.cli.apply import main as apply_main
-from reconciler.cli.plan import main as plan_main
+from reconciler.cmds.apply import main as apply_main
+from reconciler.cmds.plan import main as plan_main
 from tests.conftest import ROOT
 
 TODAY = datetime.date(2026, 11, 1)

@@ -7,15 +7,15 @@ import re
 
 import pytest
 
-from compiler.problem_render import (
+from compiler.cli.problem_render import (
     render,
     render_github,
     render_json,
     render_markdown,
     render_text,
 )
-from compiler.problems import Problem, Problems, Severity, Where
-from compiler.textstyle import Style
+from compiler.core.problems import Problem, Problems, Severity, Where
+from compiler.core.textstyle import Style
 
 DUP = Problem(
     "XCE302",

@@ -17,18 +17,18 @@ from typing import Any, get_args
 
 import pytest
 
-from compiler.bindings import Bindings
-from compiler.cli import main
+from compiler.cmds.compile import main
 from compiler.compile import compile_site, located
-from compiler.model.provider_params import (
+from compiler.contract.bindings import Bindings
+from compiler.contract.provider_params import (
     BUILTIN_KINDS,
     BUILTIN_PARAMS,
     EXTERNAL_KINDS,
     PROVIDER_KINDS,
     site_relative_fields,
 )
+from compiler.core.problems import Problems
 from compiler.model.providers import Provider
-from compiler.problems import Problems
 from reconciler.protocol import ErrorCode, ProviderError, Request
 from reconciler.providers import registry
 from reconciler.providers.controller_map.provider import ControllerMapProvider

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from compiler.compile import compile_site
-from compiler.problems import Problems
+from compiler.core.problems import Problems
 
 SITE = """version: 1
 site:

@@ -39,13 +39,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
-from compiler import codes
 from compiler.compile import check_document
-from compiler.hostlist import HostlistError, expand
-from compiler.model.document import build_document
-from compiler.model.forms import secret_key_pattern
-from compiler.model.provider_params import Template
-from compiler.model.types import (
+from compiler.contract.provider_params import Template
+from compiler.core import codes
+from compiler.core.forms import secret_key_pattern
+from compiler.core.hostlist import HostlistError, expand
+from compiler.core.problems import Problem, Problems
+from compiler.core.secrets import is_reference, is_secret_key
+from compiler.core.types import (
     DatasetName,
     Duration,
     HostlistKey,
@@ -56,12 +57,11 @@ from compiler.model.types import (
     SecretRef,
     Size,
 )
+from compiler.core.units import MAX_AMOUNT, SIZE_UNITS
+from compiler.emit.schema import site_file_schema, value_schema
+from compiler.model.document import build_document
 from compiler.policy.site import read_site
-from compiler.problems import Problem, Problems
-from compiler.schema_export import site_file_schema, value_schema
-from compiler.secrets import is_reference, is_secret_key
-from compiler.units import MAX_AMOUNT, SIZE_UNITS
-from compiler.yaml_source import load_bytes
+from compiler.source.yaml_source import load_bytes
 from tests.conftest import EXAMPLE_SITE
 
 BROKEN = Path(__file__).parent / "broken"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from compiler.schema_export import site_file_schema
+from compiler.emit.schema import site_file_schema
 
 SCHEMA = site_file_schema()
 

@@ -14,8 +14,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from compiler.cli import main
-from compiler.yaml12 import reader
+from compiler.cmds.compile import main
+from compiler.source.yaml12 import reader
 from tests.conftest import EXAMPLE_SITE
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from compiler.core.problems import UserError
 from compiler.policy.gitsource import find_commit
-from compiler.problems import UserError
-from reconciler.cli.plan import main as plan_main
+from reconciler.cmds.plan import main as plan_main
 from reconciler.pipeline import compile_desired
 from reconciler.plan import codes
-from reconciler.plan.config_base import against_base
+from reconciler.review.config_base import against_base
 from tests.apply.small_site import write_site
 from tests.policy.gitrepo import PolicyRepo
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from compiler.compile import compile_site, located
-from compiler.problems import Problems
-from compiler.supply_map import SupplyMap
+from compiler.contract.supply_map import SupplyMap
+from compiler.core.problems import Problems
 
 SITE = """\
 version: 1

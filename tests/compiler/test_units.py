@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compiler.units import (
+from compiler.core.units import (
     DURATION_HINT,
     DURATION_PATTERN,
     DURATION_UNITS,

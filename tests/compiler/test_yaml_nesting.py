@@ -1,7 +1,7 @@
 """No YAML input crashes the compiler: nesting is measured before any parser builds it.
 
 The C parser's composer recurses once per level and dies of a C stack overflow (SIGSEGV,
-exit 139, no output) at some 25,000 levels. ``compiler.yaml_nesting.check_nesting`` runs
+exit 139, no output) at some 25,000 levels. ``compiler.source.yaml_nesting.check_nesting`` runs
 first on every text: a quick bound that must never be lower than the depth any parser
 reaches, and the exact depth from the pure scanner where the bound is too high. These tests
 hold both to what ruamel's C and pure parsers really do, on random texts built from the
@@ -27,10 +27,10 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.events import CollectionEndEvent, CollectionStartEvent
 
-import compiler.yaml_nesting as nesting
-from compiler.problems import Problems
-from compiler.yaml_nesting import MAX_DEPTH, TooDeep, check_nesting
-from compiler.yaml_source import load_text
+import compiler.source.yaml_nesting as nesting
+from compiler.core.problems import Problems
+from compiler.source.yaml_nesting import MAX_DEPTH, TooDeep, check_nesting
+from compiler.source.yaml_source import load_text
 from tests.conftest import EXAMPLE_SITE
 
 SMALL = 8  # the limit the property tests use, so random texts reach it
@@ -76,8 +76,8 @@ VARIANTS = {  # the file's body, the line where it gets too deep
 
 def _run(command: str, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """A console script as installed (``sys.exit(main())``), in a child process."""
-    module = {"xce-compile": "compiler.cli", "xce-plan": "reconciler.cli.plan",
-              "xce-apply": "reconciler.cli.apply"}[command]
+    module = {"xce-compile": "compiler.cmds.compile", "xce-plan": "reconciler.cmds.plan",
+              "xce-apply": "reconciler.cmds.apply"}[command]
     code = f"import sys; from {module} import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run([sys.executable, "-c", code, *argv], cwd=cwd, capture_output=True,
                           text=True, timeout=300, check=False)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.model.provider_params import ControllerMapParams
+from compiler.contract.provider_params import ControllerMapParams
 from reconciler.providers.controller_map.provider import ControllerMapProvider
 from tests.controller_map.cmap import Clock
 

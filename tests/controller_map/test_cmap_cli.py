@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 import pytest
 
-from compiler.model.provider_params import ControllerMapParams
-from compiler.supply_map import SupplyMap
-from reconciler.cli.map import main
+from compiler.contract.provider_params import ControllerMapParams
+from compiler.contract.supply_map import SupplyMap
+from reconciler.cmds.map import main
 from reconciler.providers.controller_map.provider import ControllerMapProvider
 from tests.controller_map.cmap import Clock, host, live, ok
 
@@ -124,11 +124,11 @@ def test_console_script_with_default_site_folder(tmp_path: Path) -> None:
     """Run as a user would: from the repository, with the map under site-config/.xce."""
     def xce(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "reconciler.cli.map", *argv],
+            [sys.executable, "-m", "reconciler.cmds.map", *argv],
             cwd=tmp_path, capture_output=True, text=True, check=False,
         )
 
-    (tmp_path / "site-config").mkdir()  # the site is found there (compiler/site_locate.py)
+    (tmp_path / "site-config").mkdir()  # the site is found there (compiler/cli/site_locate.py)
     (tmp_path / "site-config" / "site.yaml").write_text("version: 1\nsite: {name: east}\n")
     joined = xce("report", "join", "gn[1-3]", "--at", AT)
     assert joined.returncode == 0, joined.stderr

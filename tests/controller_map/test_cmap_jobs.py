@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.cli.map import main
+from reconciler.cmds.map import main
 from reconciler.protocol import ErrorCode
 from reconciler.providers.controller_map.jobs import NOT_PLANNED, JobEvent, record_jobs
 from reconciler.providers.controller_map.provider import ControllerMapProvider

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.model.provider_params import ControllerMapParams
+from compiler.contract.provider_params import ControllerMapParams
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.controller_map.lifecycle import Event
 from reconciler.providers.controller_map.provider import ControllerMapProvider

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.model.provider_params import ControllerMapParams
-from compiler.supply_map import Entry
+from compiler.contract.provider_params import ControllerMapParams
+from compiler.contract.supply_map import Entry
 from reconciler.providers.controller_map.jobs import JobEvent, record_jobs
 from reconciler.providers.controller_map.lifecycle import Event
 from reconciler.providers.controller_map.provider import ControllerMapProvider

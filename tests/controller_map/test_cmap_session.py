@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 import pytest
 
-from compiler.model.provider_params import ControllerMapParams
-from compiler.supply_map import Session, SupplyMap
-from reconciler.cli.map import main
+from compiler.contract.provider_params import ControllerMapParams
+from compiler.contract.supply_map import Session, SupplyMap
+from reconciler.cmds.map import main
 from reconciler.live import gather_live
 from reconciler.providers.controller_map.lifecycle import Event
 from reconciler.providers.controller_map.provider import ControllerMapProvider

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from reconciler.drift.render import FORMATS, SUFFIXES
+from reconciler.render.drift import FORMATS, SUFFIXES
 from tests.drift.world import make_site, run_drift
 from tests.e2e.steps import run_steps
 from tests.e2e.workspace import Workspace

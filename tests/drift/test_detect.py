@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.secrets import Redactor
-from compiler.supply_map import Entry, SupplyMap
+from compiler.contract.supply_map import Entry, SupplyMap
+from compiler.core.secrets import Redactor
 from reconciler.drift.detect import Fixer, findings
 from reconciler.drift.model import Category, FieldDiff, Finding
 from reconciler.planner import make_plan

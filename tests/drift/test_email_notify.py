@@ -16,7 +16,7 @@ from compiler.model.drift import Notify
 from reconciler.drift import email, ledger
 from reconciler.drift.model import DriftReport, FieldDiff, Finding, tally
 from reconciler.drift.notify import Notice, Notifier
-from reconciler.drift.render import Templates
+from reconciler.render.drift import Templates
 from reconciler.state import StateStore
 from tests.drift.mailserver import Inbox, Received, smtp_server
 from tests.drift.reports import sample

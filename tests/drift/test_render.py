@@ -12,10 +12,10 @@ import orjson
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from compiler.problems import UserError
+from compiler.core.problems import UserError
 from reconciler.drift import codes
 from reconciler.drift.model import Category, Finding
-from reconciler.drift.render import FORMATS, Shown, Templates, site_templates
+from reconciler.render.drift import FORMATS, Shown, Templates, site_templates
 from tests.drift.reports import sample
 
 

@@ -13,12 +13,12 @@ from typing import Any
 import orjson
 import pytest
 
-from compiler import codes
-from compiler.cli import main as compile_main
+from compiler.cmds.compile import main as compile_main
 from compiler.compile import compile_site, located
+from compiler.core import codes
+from compiler.core.problems import Problems
 from compiler.model import drift as language
 from compiler.model.drift import CompiledDrift
-from compiler.problems import Problems
 from reconciler.drift.model import Category, FieldDiff, Finding
 from reconciler.drift.rules import rules_of
 from reconciler.drift.screen import screen
@@ -247,7 +247,7 @@ def test_xce_drift_applies_the_rules_to_the_world(
 def _desired_run(ws: Workspace, capsys: pytest.CaptureFixture[str],
                  monkeypatch: pytest.MonkeyPatch, args: list[str]) -> CliRun:
     """xce-drift --desired FILE (no site folder), with the world's environment."""
-    import reconciler.cli.drift as drift_cli
+    import reconciler.cmds.drift as drift_cli
     from tests.e2e.workspace import planning
 
     with planning(ws, monkeypatch):

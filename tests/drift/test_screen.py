@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from compiler.bindings import Bindings
-from compiler.supply_map import SupplyMap
+from compiler.contract.bindings import Bindings
+from compiler.contract.supply_map import SupplyMap
 from reconciler.drift.detect import Fixer
 from reconciler.drift.model import Category, FieldDiff, Finding
 from reconciler.drift.report import make_report

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import reconciler.cli.drift as drift_cli
+import reconciler.cmds.drift as drift_cli
 from reconciler.pipeline import compile_desired
 from reconciler.protocol import Request
 from reconciler.providers.registry import open_provider

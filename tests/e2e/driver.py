@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
 from reconciler.apply import ops
 from reconciler.pipeline import Desired, compile_desired, gather, plan_for
 from reconciler.plan.model import Action, Plan

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.cli import map as map_cli
+from reconciler.cmds import map as map_cli
 from reconciler.pipeline import compile_desired
 from reconciler.providers.controller_map.provider import map_path
 from tests.e2e.driver import apply_plan, create_as

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import reconciler.cli.apply as apply_cli
+import reconciler.cmds.apply as apply_cli
 from tests.e2e.workspace import SCENARIOS, SITES, materialize
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.plan as plan_cli
 from reconciler.pipeline import compile_desired
 from tests.e2e.workspace import SCENARIOS, SITES, materialize
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-import compiler.cli as compile_cli
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.digest as digest_cli
-import reconciler.cli.plan as plan_cli
+import compiler.cmds.compile as compile_cli
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.digest as digest_cli
+import reconciler.cmds.plan as plan_cli
 from reconciler.pipeline import compile_desired, gather
 from reconciler.providers.dataset_digest import dataset_digest
 from tests.e2e.workspace import SCENARIOS, SITES, CliRun, materialize

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.plan as plan_cli
 from tests.e2e.workspace import SCENARIOS, SITES, materialize
 
 SCENARIO = SCENARIOS / "user_removed_destroy" / "site-config"

@@ -15,8 +15,8 @@ import orjson
 import pytest
 from ruamel.yaml import YAML
 
-import reconciler.cli.plan as plan_cli
-from compiler import cli as compile_cli
+import reconciler.cmds.plan as plan_cli
+from compiler.cmds import compile as compile_cli
 from tests.conftest import EXAMPLE_SITE
 from tests.e2e.workspace import E2E
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.map as map_cli
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.map as map_cli
+import reconciler.cmds.plan as plan_cli
 from tests.e2e.workspace import SCENARIOS, SITES, Workspace, materialize, run_plan
 
 

@@ -17,9 +17,9 @@ from typing import Any
 import orjson
 import pytest
 
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.map as map_cli
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.map as map_cli
+import reconciler.cmds.plan as plan_cli
 from tests.conftest import EXAMPLE_SITE
 
 REMOVED = [f"burst{i:03d}" for i in range(5, 9)]

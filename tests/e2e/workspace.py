@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.plan as plan_cli
 
 E2E = Path(__file__).resolve().parent
 SITES = E2E / "sites"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler import codes
-from compiler.file_io import Cap, Refused, read_input, write_atomic
+from compiler.core import codes
+from compiler.core.file_io import Cap, Refused, read_input, write_atomic
 
 SMALL = Cap(10, "a test input")
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from compiler import codes
-from compiler.cli import main as compile_main
-from compiler.file_io import MAP_CAP, SECRET_CAP, SITE_FILE_CAP, TEXT_CAP, Cap
+from compiler.cmds.compile import main as compile_main
+from compiler.core import codes
+from compiler.core.file_io import MAP_CAP, SECRET_CAP, SITE_FILE_CAP, TEXT_CAP, Cap
 from tests.apply.small_site import write_site
 
 DRIVE = Path(__file__).with_name("drive.py")
@@ -173,7 +173,7 @@ def test_a_secret_file_that_is_no_regular_file_or_too_large_is_refused_at_once(
 ) -> None:
     """``file:`` secret references are read the same way (a FIFO is not waited on)."""
     found = inputs(tmp_path / "in", SECRET_CAP)
-    script = ("import json, sys\nfrom compiler.secrets import SecretError, resolve\n"
+    script = ("import json, sys\nfrom compiler.core.secrets import SecretError, resolve\n"
               "out = []\nfor path in json.load(sys.stdin):\n"
               "    try:\n        resolve('file:' + path)\n        out.append('read')\n"
               "    except SecretError as err:\n        out.append(str(err))\n"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler import codes
-from compiler.cli import main as compile_main
+from compiler.cmds.compile import main as compile_main
+from compiler.core import codes
 from tests.apply.small_site import write_site
 from tests.inputs.test_input_commands import drive
 

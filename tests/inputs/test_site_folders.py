@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler import codes
-from compiler.problems import UserError
-from compiler.yaml_source import find_yaml_files
+from compiler.core import codes
+from compiler.core.problems import UserError
+from compiler.source.yaml_source import find_yaml_files
 from tests.apply.small_site import write_site
 from tests.inputs.test_input_commands import drive
 

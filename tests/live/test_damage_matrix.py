@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.map as map_cli
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.map as map_cli
+import reconciler.cmds.plan as plan_cli
 from reconciler.pipeline import Desired, compile_desired, gather, plan_for, recorded_attempts
 from reconciler.state import open_store
 from tests.e2e.workspace import SITES, materialize

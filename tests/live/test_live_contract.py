@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from compiler.entry_contract import HOST_STATES, LIVE_STATES, entry_errors
-from compiler.supply_map import Entry, SupplyMap
+from compiler.contract.entry import HOST_STATES, LIVE_STATES, entry_errors
+from compiler.contract.supply_map import Entry, SupplyMap
 from reconciler.live import LiveResult, gather_live
 from reconciler.planner import make_plan
 from reconciler.protocol import ErrorCode, ProviderError

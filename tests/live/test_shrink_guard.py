@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.plan as plan_cli
-from compiler.supply_map import Entry, SupplyMap
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.plan as plan_cli
+from compiler.contract.supply_map import Entry, SupplyMap
 from reconciler.live import distrust_shrinks, kind_counts
 from reconciler.plan.file import load_plan
 from reconciler.state import OpStatus, PlannedOp, StateStore, open_store

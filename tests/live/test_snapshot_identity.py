@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 import pytest
 
-import reconciler.cli.plan as plan_cli
-from compiler.json_duplicates import duplicate_keys
-from compiler.problems import UserError
+import reconciler.cmds.plan as plan_cli
+from compiler.core.json_duplicates import duplicate_keys
+from compiler.core.problems import UserError
 from reconciler.live import load_live_snapshot
 from tests.planner.scenario_io import SCENARIOS
 

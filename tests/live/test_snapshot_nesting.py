@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.problems import UserError
+from compiler.core.problems import UserError
 from reconciler.live import load_live_snapshot
 
 

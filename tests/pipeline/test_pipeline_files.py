@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from compiler.cli_runner import product_version
+from compiler.cli.runner import product_version
+from compiler.cmds.init import main
 from compiler.compile import compile_site
-from compiler.problems import Problems
-from compiler.scaffold.cli import main
-from compiler.scaffold.create import SMALL_SITE, render_templates
-from compiler.scaffold.pipeline import PATHS, Pipeline
+from compiler.core.problems import Problems
+from compiler.site_repo.create import SMALL_SITE, render_templates
+from compiler.site_repo.pipeline import PATHS, Pipeline
 from tests import guide
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,8 +20,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.plan as plan_cli
 from reconciler.pipeline import gather, load_desired
 from tests.apply.small_site import write_site
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.plan as plan_cli
-from compiler.canonical import digest_of, dumps
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.plan as plan_cli
+from compiler.core.canonical import digest_of, dumps
 from reconciler.pipeline import STATE_FILE, gather, load_desired
 from reconciler.plan.signature import sign
 from reconciler.state import open_store

@@ -7,10 +7,10 @@ from typing import Any
 
 import orjson
 
-from compiler.supply_map import SupplyMap
+from compiler.contract.supply_map import SupplyMap
 from reconciler.plan.model import Plan
-from reconciler.plan.origin import Origin, PlannedStore
 from reconciler.planner import make_plan
+from reconciler.review.origin import Origin, PlannedStore
 from reconciler.state.store import ProvisionAttempts
 from reconciler.state.times import to_time
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from compiler.compile import compile_site
-from compiler.problems import Problems, UserError
+from compiler.core.problems import Problems, UserError
 from reconciler.plan.file import load_plan, save_plan
 from reconciler.plan.model import Plan
 from reconciler.planner import make_plan

@@ -14,17 +14,17 @@ import orjson
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-import compiler.site_at as site_at
-import reconciler.cli.plan as plan_cli
-from compiler.config_diff import ConfigDiff, EntriesDiff, FieldChange, diff_entries
+import compiler.site_repo.site_at as site_at
+import reconciler.cmds.plan as plan_cli
+from compiler.contract.supply_map import Entry
+from compiler.core.problems import UserError
 from compiler.policy.gitsource import yaml_blobs
-from compiler.problems import UserError
-from compiler.supply_map import Entry
-from compiler.yaml_source import SITE_POLICIES, find_yaml_files
+from compiler.site_repo.config_diff import ConfigDiff, EntriesDiff, FieldChange, diff_entries
+from compiler.source.yaml_source import SITE_POLICIES, find_yaml_files
 from reconciler.pipeline import compile_desired
 from reconciler.plan import codes
-from reconciler.plan.config_base import against_base
-from reconciler.plan.render.markdown import GITHUB_LIMIT, LIMIT
+from reconciler.render.markdown import GITHUB_LIMIT, LIMIT
+from reconciler.review.config_base import against_base
 from tests.conftest import EXAMPLE_SITE
 from tests.e2e.workspace import E2E, CliRun, Workspace, run_plan
 from tests.policy.gitrepo import PolicyRepo
@@ -370,7 +370,7 @@ def test_a_missing_base_is_an_error_in_the_format_asked_for(
 
 def test_base_needs_the_site_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "build"
-    from compiler import cli as compile_cli
+    from compiler.cmds import compile as compile_cli
     assert compile_cli.main([str(EXAMPLE_SITE), "--out", str(out)]) == 0
     capsys.readouterr()
     code = plan_cli.main(["--desired", str(out / "supply-map.json"), "--live", str(EMPTY_LIVE),

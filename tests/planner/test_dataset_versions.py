@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from compiler.problems import UserError
-from compiler.supply_map import Entry, SupplyMap
+from compiler.contract.supply_map import Entry, SupplyMap
+from compiler.core.problems import UserError
 from reconciler.dataset_versions import (
     CHANGED,
     MISMATCHED,

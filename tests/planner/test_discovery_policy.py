@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from compiler.name_patterns import name_matcher, pattern_problem
-from compiler.problems import UserError
-from compiler.supply_map import Entry, SupplyMap
+from compiler.contract.supply_map import Entry, SupplyMap
+from compiler.core.name_patterns import name_matcher, pattern_problem
+from compiler.core.problems import UserError
 from reconciler.planner import make_plan, rules_groups
 from reconciler.planner.discovery_policy import Discovery
 from reconciler.planner.settings import read_settings

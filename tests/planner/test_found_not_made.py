@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from compiler.problems import Severity
-from compiler.supply_map import Entry, SupplyMap
-from reconciler.cli import adopt as adopt_cli
-from reconciler.cli import apply as apply_cli
-from reconciler.cli import plan as plan_cli
+from compiler.contract.supply_map import Entry, SupplyMap
+from compiler.core.problems import Severity
+from reconciler.cmds import adopt as adopt_cli
+from reconciler.cmds import apply as apply_cli
+from reconciler.cmds import plan as plan_cli
 from reconciler.plan import codes
 from reconciler.plan.model import Plan
 from reconciler.planner import make_plan

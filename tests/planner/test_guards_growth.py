@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from compiler.problems import Problem, Severity
+from compiler.core.problems import Problem, Severity
 from reconciler.plan.model import Action, Plan, Verb
 from reconciler.planner.guards import Growth, check_guards, growth_still_accepted
 from reconciler.planner.settings import read_settings

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.plan as plan_cli
 from tests.planner.scenario_io import SCENARIOS, plan_scenario
 
 

@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
-from compiler.canonical import digest_of, dumps
-from compiler.problems import UserError
-from compiler.supply_map import Entry, SupplyMap
+from compiler.contract.supply_map import Entry, SupplyMap
+from compiler.core.canonical import digest_of, dumps
+from compiler.core.problems import UserError
 from reconciler.plan.file import (
     FORMAT_VERSION,
     fingerprint,

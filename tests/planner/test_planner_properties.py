@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from deepdiff import DeepDiff
 
-from compiler.problems import UserError
-from compiler.supply_map import Entry, SupplyMap
+from compiler.contract.supply_map import Entry, SupplyMap
+from compiler.core.problems import UserError
 from reconciler.plan.file import plan_file_bytes
 from reconciler.planner import compare, make_plan
 from reconciler.planner.compare import field_changes, same_fields

@@ -9,17 +9,17 @@ import orjson
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from compiler.formats import Formats
+from compiler.cli.formats import Formats
+from compiler.cli.problem_render import FORMATS as PROBLEM_FORMATS
+from compiler.core.problems import Problem, UserError
+from compiler.core.textstyle import Style
 from compiler.policy.review_render import FORMATS as REVIEW_FORMATS
-from compiler.problem_render import FORMATS as PROBLEM_FORMATS
-from compiler.problems import Problem, UserError
-from compiler.textstyle import Style
-from reconciler.apply.render import FORMATS as APPLY_FORMATS
 from reconciler.plan.model import Action, FieldChange, Plan, Verb, summarize
 from reconciler.plan.redact import redacted
-from reconciler.plan.render import FORMATS as PLAN_FORMATS
-from reconciler.plan.render import render as render_plan
-from reconciler.plan.render import render_json, render_markdown, render_text
+from reconciler.render import FORMATS as PLAN_FORMATS
+from reconciler.render import render as render_plan
+from reconciler.render import render_json, render_markdown, render_text
+from reconciler.render.apply import FORMATS as APPLY_FORMATS
 from tests.planner.scenario_io import plan_scenario
 
 SNAPSHOT_SCENARIOS = ("volumes_quotas", "hosts_removed", "guard_force")
@@ -177,7 +177,7 @@ def test_markdown_caps_a_flood_of_guard_problems() -> None:
 
 
 def test_shorten_keeps_start_and_end_and_says_how_much_is_left_out() -> None:
-    from reconciler.plan.render.common import shorten
+    from reconciler.render.common import shorten
 
     assert shorten("a" * 200) == "a" * 200
     cut = shorten("<" + "x" * 10_000 + ">")
@@ -189,7 +189,7 @@ def test_shorten_keeps_start_and_end_and_says_how_much_is_left_out() -> None:
 def test_long_live_values_are_shortened_when_displayed(fmt: str) -> None:
     """Issue 8 §8: an inventory with huge values printed 52 MB of plan. Ids within the
     limits (2,048 bytes), a 1 MiB attribute and a long provider message stay readable."""
-    from compiler.supply_map import Entry, SupplyMap
+    from compiler.contract.supply_map import Entry, SupplyMap
     from reconciler.planner import make_plan
 
     owner = "site/t"

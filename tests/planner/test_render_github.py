@@ -16,9 +16,9 @@ import git
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.plan as plan_cli
-from compiler import cli as compile_cli
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.plan as plan_cli
+from compiler.cmds import compile as compile_cli
 from tests.conftest import EXAMPLE_SITE
 from tests.e2e.scenario import build, load_scenario
 from tests.e2e.workspace import CliRun, Workspace, run_cli_main, run_plan

@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 import pytest
 
-import reconciler.cli.plan as plan_cli
-from reconciler.plan.render.markdown import GITHUB_LIMIT, LIMIT
+import reconciler.cmds.plan as plan_cli
+from reconciler.render.markdown import GITHUB_LIMIT, LIMIT
 
 SITE = {"owner": "site/t", "schema": 1, "site": "t"}
 

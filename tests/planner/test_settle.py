@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from compiler.compile import compile_site
-from compiler.problems import Problems, UserError
-from compiler.supply_map import Entry, Session, SupplyMap, decode_map
+from compiler.contract.supply_map import Entry, Session, SupplyMap, decode_map
+from compiler.core.problems import Problems, UserError
 from reconciler.planner import make_plan
 from reconciler.planner.settings import read_settings
 from tests.planner.scenario_io import load_maps

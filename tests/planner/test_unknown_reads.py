@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from compiler.supply_map import Entry, SupplyMap
+from compiler.contract.supply_map import Entry, SupplyMap
 from reconciler.plan.model import Plan
 from reconciler.planner import make_plan
 from reconciler.planner.builder import Builder

@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from compiler.core.problems import Problem, Problems
 from compiler.policy import compile_policies
 from compiler.policy.site import load_site_policy_files
-from compiler.problems import Problem, Problems
-from compiler.yaml_source import Locator, SourceFile
+from compiler.source.yaml_source import Locator, SourceFile
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICIES = ROOT / "policies"

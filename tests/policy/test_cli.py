@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.canonical import digest
-from compiler.policy.cli import main
+from compiler.cmds.policy import main
+from compiler.core.canonical import digest
 from tests.policy.gitrepo import PolicyRepo
 from tests.policy.helpers import ROOT
 
@@ -67,7 +67,7 @@ def test_usage_errors_exit_1_not_2(capsys: pytest.CaptureFixture[str]) -> None:
 def _review_process(repo: PolicyRepo, base: str) -> subprocess.CompletedProcess[str]:
     """``xce-policy review`` as CI runs it: a separate process, markdown for the PR."""
     return subprocess.run(
-        [sys.executable, "-m", "compiler.policy.cli", "review", "--base", base,
+        [sys.executable, "-m", "compiler.cmds.policy", "review", "--base", base,
          "--format", "markdown"],
         cwd=repo.path,
         capture_output=True,

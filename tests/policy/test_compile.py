@@ -8,9 +8,9 @@ import pytest
 from ruamel.yaml import YAML
 from syrupy.assertion import SnapshotAssertion
 
-from compiler.canonical import digest, dumps
+from compiler.core.canonical import digest, dumps
+from compiler.core.problems import Problems
 from compiler.policy import compile_policies
-from compiler.problems import Problems
 from tests.policy.helpers import (
     FIXTURES,
     POLICIES,

@@ -9,7 +9,7 @@ import git
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from compiler.policy.cli import main
+from compiler.cmds.policy import main
 from compiler.policy.gitsource import compile_at
 from compiler.policy.review import diff
 from compiler.policy.review_render import render_json, render_markdown, render_text

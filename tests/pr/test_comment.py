@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli import pr
+from reconciler.cmds import pr
 from reconciler.pr import codes
 from tests.pr.api_double import GITHUB, GITHUB_BODY_LIMIT, GITLAB, GITLAB_BODY_LIMIT, ForgeDouble
 

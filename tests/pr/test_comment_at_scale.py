@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from compiler import cli as compile_cli
-from reconciler.plan.render.markdown import LIMIT
+from compiler.cmds import compile as compile_cli
+from reconciler.render.markdown import LIMIT
 from tests.conftest import EXAMPLE_SITE
 from tests.e2e.workspace import CliRun, Workspace, run_plan
 from tests.policy.gitrepo import PolicyRepo

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
 from reconciler.protocol import Reply, Request
 from reconciler.providers.base import ChangeMade
 from reconciler.providers.directory import DirectoryProvider

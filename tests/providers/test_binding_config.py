@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler.bindings import Bindings
-from compiler.problems import UserError
-from compiler.supply_map import SupplyMap
+from compiler.contract.bindings import Bindings
+from compiler.contract.supply_map import SupplyMap
+from compiler.core.problems import UserError
 from reconciler.live import gather_live
 from reconciler.pipeline import load_compiled
 from reconciler.protocol import Request

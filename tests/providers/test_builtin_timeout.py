@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
 from reconciler.apply import FreshPlan
 from reconciler.apply.report import Status
 from reconciler.live import gather_live

@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from compiler.problem_render import render_text
-from compiler.problems import Severity, UserError
+from compiler.cli.problem_render import render_text
+from compiler.core.problems import Severity, UserError
 from reconciler.live import gather_live, load_live_snapshot
 from reconciler.providers.registry import open_provider
 from tests.helpers import ok

@@ -19,9 +19,9 @@ from typing import Any
 import orjson
 import pytest
 
-from compiler.problems import UserError
-from compiler.supply_map import Entry, Session, SupplyMap
-from reconciler.cli.map import main as map_main
+from compiler.contract.supply_map import Entry, Session, SupplyMap
+from compiler.core.problems import UserError
+from reconciler.cmds.map import main as map_main
 from reconciler.live import gather_live, load_live_snapshot
 from reconciler.planner import make_plan
 from reconciler.protocol import ProviderError, inventory_session

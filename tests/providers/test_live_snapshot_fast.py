@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler.problems import Problem, UserError
-from compiler.supply_map import SupplyMap
+from compiler.contract.supply_map import SupplyMap
+from compiler.core.problems import Problem, UserError
 from reconciler import live as live_mod
 from reconciler.live import load_live_snapshot
 from tests.compiler.test_decode_map import entry_docs, json_values, map_docs, valid_entries

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from compiler.supply_map import SupplyMap
+from compiler.contract.supply_map import SupplyMap
 from reconciler.live import entry_errors, gather_live
 from tests.providers.kit import OWNER
 from tests.providers.test_live_snapshot_fast import loaded, loaded_generally

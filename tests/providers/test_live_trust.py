@@ -14,9 +14,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from compiler.names import MAX_NAME_BYTES
-from compiler.problems import Severity, UserError
-from compiler.supply_map import Entry, SupplyMap
+from compiler.contract.supply_map import Entry, SupplyMap
+from compiler.core.names import MAX_NAME_BYTES
+from compiler.core.problems import Severity, UserError
 from reconciler.live import (
     MAX_ID_BYTES,
     distrust_rollbacks,

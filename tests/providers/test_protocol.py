@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from compiler.canonical import digest_of
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
+from compiler.core.canonical import digest_of
 from reconciler.live import gather_live
 from reconciler.protocol import (
     Capabilities,

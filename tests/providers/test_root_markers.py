@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.cli import adopt as adopt_cli
-from reconciler.cli import apply as apply_cli
-from reconciler.cli import plan as plan_cli
+from reconciler.cmds import adopt as adopt_cli
+from reconciler.cmds import apply as apply_cli
+from reconciler.cmds import plan as plan_cli
 from reconciler.live import gather_live
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.root_marker import MARKER

@@ -1,5 +1,5 @@
 """A provider that echoes a resolved secret, in its error or on its stderr, never gets it
-printed or written: one redaction (``compiler.secrets.redact_text``) for every transport."""
+printed or written: one redaction (``compiler.core.secrets.redact_text``) for every transport."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import reconciler.transports.stderr as stderr_module
-from compiler.secrets import redact_text, secret_values
+from compiler.core.secrets import redact_text, secret_values
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request, resolve_secret
 from reconciler.providers.registry import BUILTINS, open_provider
 from reconciler.transports import Transport

@@ -149,7 +149,7 @@ def test_xce_digest_on_a_fifo_is_a_clear_user_error(tmp_path: Path, where: str) 
     target = tree if where == "inside" else fifo
     env = {**os.environ, "XCE_CRASH_DIR": str(tmp_path / "crashes")}
     with unblocks([fifo]):
-        done = subprocess.run([sys.executable, "-m", "reconciler.cli.digest", str(target)],
+        done = subprocess.run([sys.executable, "-m", "reconciler.cmds.digest", str(target)],
                               capture_output=True, text=True, timeout=HANG * 3, env=env)
     shown = f"{target}: train/pipe" if where == "inside" else str(fifo)
     assert (done.returncode, done.stdout) == (1, "")
@@ -160,7 +160,7 @@ def test_xce_digest_on_a_fifo_is_a_clear_user_error(tmp_path: Path, where: str) 
 
 def test_xce_digest_goes_on_with_the_other_paths(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    from reconciler.cli.digest import main
+    from reconciler.cmds.digest import main
 
     good = make_tree(tmp_path / "ds")
     os.mkfifo(tmp_path / "pipe")

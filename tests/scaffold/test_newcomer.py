@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.scaffold.create import REPOSITORY, SMALL_SITE, render_templates
-from compiler.scaffold.pipeline import Pipeline
+from compiler.site_repo.create import REPOSITORY, SMALL_SITE, render_templates
+from compiler.site_repo.pipeline import Pipeline
 from reconciler.drift.detect import FIX_PLAN
 from tests.scaffold.conftest import run_editable
 from tests.scaffold.flow import is_clean, scaffold

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.scaffold.create import SMALL_SITE, render_templates
+from compiler.site_repo.create import SMALL_SITE, render_templates
 from tests.scaffold.conftest import run_editable
 from tests.scaffold.flow import ok
 

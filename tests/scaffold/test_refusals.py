@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.scaffold.cli import main
+from compiler.cmds.init import main
 from tests.scaffold.conftest import run_editable
 from tests.scaffold.flow import ok
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from compiler.problems import UserError
-from compiler.review_data import (
+from compiler.core.problems import UserError
+from compiler.site_repo.create import SMALL_SITE, render_templates
+from compiler.site_repo.review_data import (
     build_site,
     map_summary,
     policy_review,
     proxy_allowlists,
     role_allowlists,
 )
-from compiler.scaffold.create import SMALL_SITE, render_templates
 from tests.policy.helpers import WAIVER_SITE
 
 EXPIRES = datetime.date.today() + datetime.timedelta(days=100)

@@ -23,8 +23,8 @@ from reconciler.state import StateStore, open_store
 # targets are module-level functions and their arguments picklable (``Target``). The server
 # imports what the test modules need once, so a worker starts in milliseconds, as a fork did.
 WORKERS = multiprocessing.get_context("forkserver")
-WORKERS.set_forkserver_preload(["pytest", "syrupy", "psycopg", "compiler.problem_render",
-                                "compiler.cli_runner", "reconciler.state", "tests.state.targets"])
+WORKERS.set_forkserver_preload(["pytest", "syrupy", "psycopg", "compiler.cli.problem_render",
+                                "compiler.cli.runner", "reconciler.state", "tests.state.targets"])
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.drift as drift_cli
-import reconciler.cli.plan as plan_cli
-from compiler.build_files import BUILD_DIR, COMPILED_FILES, MANIFEST
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.drift as drift_cli
+import reconciler.cmds.plan as plan_cli
+from compiler.contract.build_files import BUILD_DIR, COMPILED_FILES, MANIFEST
 from tests.conftest import EXAMPLE_SITE
 
 # the data the example's providers manage for jobs (volumes, dataset copies), with the
@@ -77,7 +77,7 @@ def test_drift_refuses_to_write_over_a_compiler_output(
     monkeypatch.chdir(tmp_path)
     site = small_site(tmp_path)
     build = tmp_path / BUILD_DIR
-    from compiler.cli import main as compile_main
+    from compiler.cmds.compile import main as compile_main
 
     assert compile_main([str(site), "--out", str(build)]) == 0
     before = {p.name: p.read_bytes() for p in build.iterdir()}

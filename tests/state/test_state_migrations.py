@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from compiler.problem_render import render_text
+from compiler.cli.problem_render import render_text
 from reconciler.state import Holder, StateError
 from reconciler.state.migrations import VERSION_TABLE, latest_version, migrations, split
 from tests.state.targets import WORKERS, Target

@@ -11,8 +11,8 @@ import psycopg
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from compiler.cli_runner import run_cli
-from compiler.problem_render import render_text
+from compiler.cli.problem_render import render_text
+from compiler.cli.runner import run_cli
 from reconciler.state import (
     ENV_URL,
     Lock,

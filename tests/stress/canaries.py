@@ -26,12 +26,12 @@ from pathlib import Path
 
 import pytest
 
-import compiler.cli as compile_cli
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.drift as drift_cli
-import reconciler.cli.plan as plan_cli
-from reconciler.cli import pr as pr_cli
-from reconciler.drift.render import FORMATS as DRIFT_FORMATS
+import compiler.cmds.compile as compile_cli
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.drift as drift_cli
+import reconciler.cmds.plan as plan_cli
+from reconciler.cmds import pr as pr_cli
+from reconciler.render.drift import FORMATS as DRIFT_FORMATS
 from tests.drift.mailserver import USER, Inbox, make_certificate, smtp_server
 from tests.drift.world import make_site
 from tests.e2e.steps import run_steps

@@ -28,9 +28,9 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
-from compiler.canonical import digest_of, dumps
 from compiler.compile import compile_site, located
-from compiler.problems import Problem, Problems, Severity
+from compiler.core.canonical import digest_of, dumps
+from compiler.core.problems import Problem, Problems, Severity
 from tests.apply.small_site import write_site
 from tests.compiler.test_schema_agreement import BEYOND_SCHEMA, assert_agree, judge
 from tests.e2e.workspace import SCENARIOS, SITES, materialize
@@ -116,7 +116,7 @@ def _limits() -> None:
 def compile_process(figures: Figures, case: Path, name: str) -> None:
     """``xce-compile CASE --check --format json`` as a process: exit 0 or 1, a JSON
     document of located problems, no XCE900, within the time and memory given."""
-    argv = [sys.executable, "-m", "compiler.cli", str(case), "--check", "--format", "json"]
+    argv = [sys.executable, "-m", "compiler.cmds.compile", str(case), "--check", "--format", "json"]
     env = {**os.environ, "XCE_CRASH_DIR": str(case.parent / "crashes")}
     try:
         run = subprocess.run(argv, cwd=ROOT, capture_output=True, timeout=PROCESS_SECONDS,
@@ -288,8 +288,8 @@ def _tree(folder: Path) -> dict[str, int]:
 
 
 def tampered_plans(figures: Figures, root: Path, seed: int, count: int) -> None:
-    import reconciler.cli.apply as apply_cli
-    import reconciler.cli.plan as plan_cli
+    import reconciler.cmds.apply as apply_cli
+    import reconciler.cmds.plan as plan_cli
 
     site = write_site(root / "tamper" / "site")
     plan_file = root / "tamper" / "plan.json"

@@ -41,7 +41,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.plan as plan_cli
 from reconciler.state import OpStatus
 from tests.apply.conftest import Site
 from tests.apply.crashing import ROOT, Crashing, exec_site, start_apply
@@ -278,9 +278,9 @@ def beside(figures: Figures, name: str, site: Site, rng: random.Random) -> None:
                                                    f"users: [alice, bob, {users}]"))
     common = ["--workdir", str(ws.workdir), "--state", site.target.url]
     tools = {
-        "map": [sys.executable, "-m", "reconciler.cli.map", "--site", str(ws.site),
+        "map": [sys.executable, "-m", "reconciler.cmds.map", "--site", str(ws.site),
                 "--workdir", str(ws.workdir), "report", "available", HOSTS],
-        "drift": [sys.executable, "-m", "reconciler.cli.drift", str(ws.site), *common],
+        "drift": [sys.executable, "-m", "reconciler.cmds.drift", str(ws.site), *common],
     }
     stop = threading.Event()
     bad: list[str] = []
@@ -298,7 +298,7 @@ def beside(figures: Figures, name: str, site: Site, rng: random.Random) -> None:
         t.start()
     log = site.root / "apply.log"
     with log.open("w") as err:
-        apply = subprocess.run([sys.executable, "-m", "reconciler.cli.apply", str(ws.site),
+        apply = subprocess.run([sys.executable, "-m", "reconciler.cmds.apply", str(ws.site),
                                 "--auto-approve", *common, "--lock-timeout", "60"],
                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
     stop.set()

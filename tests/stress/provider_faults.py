@@ -34,8 +34,8 @@ from typing import Any
 
 import pytest
 
-import reconciler.cli.apply as apply_cli
-import reconciler.cli.plan as plan_cli
+import reconciler.cmds.apply as apply_cli
+import reconciler.cmds.plan as plan_cli
 from reconciler.plan.model import Verb
 from tests.drift.world import APPLIED, drain_by_hand, make_site
 from tests.e2e.steps import corrupt_map, foreign_entry, report, run_steps, wipe_map

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cli import main as compile_main
+from compiler.cmds.compile import main as compile_main
 from tests.conftest import EXAMPLE_SITE
 from tests.wheel.conftest import ROOT, Installed
 
@@ -87,7 +87,7 @@ def test_policies_option_makes_other_allowlists(installed: Installed, site: Path
     """--policies with a copy of the installed policies where the reporter may query hosts."""
     work = site.parent
     shipped = Path(
-        _in_venv(installed, "from compiler import bundled; print(bundled.policies_dir())", work)
+        _in_venv(installed, "from compiler.core import bundled; print(bundled.policies_dir())", work)
     )
     assert shipped.is_relative_to(installed.venv)
     ours = shutil.copytree(shipped, work / "our-policies")
@@ -125,7 +125,7 @@ def test_every_console_script_runs(installed: Installed, tmp_path: Path) -> None
 def test_the_printed_schema_is_the_shipped_file(installed: Installed, tmp_path: Path) -> None:
     printed = installed.run(["xce-compile", "--schema"], cwd=tmp_path, check=True).stdout
     shipped = Path(
-        _in_venv(installed, "from compiler import bundled; print(bundled.schema_file())", tmp_path)
+        _in_venv(installed, "from compiler.core import bundled; print(bundled.schema_file())", tmp_path)
     )
     assert shipped.is_relative_to(installed.venv)
     assert printed == shipped.read_text(encoding="utf-8")

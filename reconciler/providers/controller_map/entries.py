@@ -12,9 +12,9 @@ from typing import Any
 
 import orjson
 
-from compiler.entry_contract import entry_error
-from compiler.names import shown
-from compiler.supply_map import SOURCES, Entry
+from compiler.contract.entry import entry_error
+from compiler.contract.supply_map import SOURCES, Entry
+from compiler.core.names import shown
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.controller_map.lifecycle import HostState
 from reconciler.providers.controller_map.store import decode_docs

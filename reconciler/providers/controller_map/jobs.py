@@ -20,7 +20,7 @@ from dataclasses import replace
 from enum import StrEnum
 from typing import Any
 
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
 from reconciler.providers.controller_map.entries import invalid
 from reconciler.providers.controller_map.reporter import (
     Cause,

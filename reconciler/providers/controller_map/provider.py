@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from compiler.model.provider_params import ControllerMapParams
-from compiler.supply_map import Entry
+from compiler.contract.provider_params import ControllerMapParams
+from compiler.contract.supply_map import Entry
 from reconciler.protocol import ErrorCode, ProviderError, Request
 from reconciler.providers.base import ProviderSkeleton
 from reconciler.providers.controller_map.entries import (

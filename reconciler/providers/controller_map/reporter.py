@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from compiler.supply_map import Entry
+from compiler.contract.supply_map import Entry
 from reconciler.providers.controller_map.entries import with_seen, with_state
 from reconciler.providers.controller_map.lifecycle import (
     Event,

@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 
-from compiler.gc_pause import gc_paused
-from compiler.supply_map import Entry, Session
+from compiler.contract.supply_map import Entry, Session
+from compiler.core.gc_pause import gc_paused
 from reconciler import sqlite
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.opledger import fence, recorded

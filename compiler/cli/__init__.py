@@ -1,0 +1,1 @@
+"""What every command shares: the runner, ``--format``, problem rendering and the common options."""

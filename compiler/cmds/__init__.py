@@ -1,0 +1,1 @@
+"""The compiler's commands (``xce-compile``, ``xce-policy``, ``xce-init``): one thin module each."""

@@ -1,0 +1,259 @@
+"""Provider bindings (``build/bindings.json``): which proxy runs which provider (PR-2, N2).
+
+The one definition of the format: the compiler writes it (``build_bindings``) and the
+reconciler reads it (``Bindings.from_json``) through the same ``ProviderBinding``. A
+built-in kind's ``params`` are read into its model (``compiler.contract.provider_params``),
+with its site-relative paths resolved against the site folder; an external kind's
+(``exec``, ``jsonl``) stay free-form JSON, for its program to read.
+
+A binding is read when its provider is opened, not when the file is: a plan from a live
+snapshot never imports the params models (docs/performance.md), and one bad binding makes
+only its own provider unusable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from compiler.core.secrets import REFERENCE_FORMS, Redactor, is_reference
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from compiler.model.document import SiteDocument
+    from compiler.model.providers import Provider
+
+IMPLICIT_CONTROLLER = "controller"
+DEFAULT_TIMEOUT = 30.0  # seconds one call may take, for a binding without ``timeout``
+DEFAULT_MAX_REPLY_BYTES = 256 * 2**20  # for a binding without ``max_reply_bytes``
+
+class BindingError(ValueError):
+    """A binding that cannot be used; the message says what is wrong, after the provider's
+    name (``provider 'x' <message>``), and never shows a secret's value."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderBinding:
+    """One provider's binding. ``params`` is the kind's model for a built-in kind, the
+    params as written for an external one."""
+
+    kind: str
+    params: BaseModel | Mapping[str, Any]
+    command: tuple[str, ...] | None = None
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    account: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    proxy: str | None = None
+    standbys: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """A built-in's params with only the keys written (sizes and durations in numbers)."""
+        params = self.params
+        return {
+            "kind": self.kind,
+            "command": None if self.command is None else list(self.command),
+            "params": dict(params) if isinstance(params, Mapping)
+            else params.model_dump(mode="json", exclude_unset=True),
+            "secrets": dict(self.secrets),
+            "account": self.account,
+            "timeout": self.timeout,
+            "max_reply_bytes": self.max_reply_bytes,
+            "proxy": self.proxy,
+            "standbys": list(self.standbys),
+        }
+
+    @classmethod
+    def from_json(cls, doc: object, site: Path | None = None) -> ProviderBinding:
+        """A binding as bindings.json holds it; ``site``: the folder that site-relative
+        params are under (None: leave them as written). Raises BindingError."""
+        if not isinstance(doc, Mapping):
+            raise BindingError("has a binding that is not an object")
+        kind = _known_kind(doc.get("kind"))
+        external = kind in _kinds()[1]
+        return cls(
+            kind=kind,
+            params=_params(kind, external, doc.get("params"), site),
+            command=_command(doc.get("command")) if external else None,
+            secrets=_secrets(doc.get("secrets")),
+            account=_text(doc.get("account")),
+            timeout=_positive(doc, "timeout", DEFAULT_TIMEOUT, "seconds"),
+            max_reply_bytes=int(_positive(doc, "max_reply_bytes", DEFAULT_MAX_REPLY_BYTES,
+                                          "bytes", whole=True)),
+            proxy=_text(doc.get("proxy")),
+            standbys=tuple(s for s in doc.get("standbys") or () if isinstance(s, str)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Bindings:
+    """``bindings.json`` as the reconciler reads it: each provider's binding by name,
+    read with ``binding`` when that provider is opened."""
+
+    written: Mapping[str, Any]  # provider name -> its binding as bindings.json holds it
+    site: Path | None = None  # what site-relative params are under
+
+    @classmethod
+    def from_json(cls, doc: object, site: Path | None = None) -> Bindings:
+        providers = doc.get("providers") if isinstance(doc, Mapping) else None
+        if not isinstance(providers, Mapping):
+            raise BindingError("bindings have no 'providers' object")
+        return cls(dict(providers), site)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every bound provider, sorted."""
+        return tuple(sorted(self.written))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.written
+
+    def binding(self, name: str) -> ProviderBinding:
+        """The binding of bound provider ``name``; raises BindingError when it is unusable."""
+        return ProviderBinding.from_json(self.written[name], self.site)
+
+    def redactor(self) -> Redactor:
+        """What an output made from these providers' answers may show: their secrets'
+        resolved values are scrubbed. An unusable binding is skipped: the gather reports it,
+        and its secrets cannot be read either."""
+        references: list[str] = []
+        for name in self.names:
+            try:
+                references += self.binding(name).secrets.values()
+            except BindingError:
+                continue
+        return Redactor.of(references)
+
+
+def _kinds() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The one list of kinds (built-in, external); imported when a binding is first read,
+    as it imports the params models (pydantic)."""
+    from compiler.contract import provider_params
+
+    return provider_params.BUILTIN_KINDS, provider_params.EXTERNAL_KINDS
+
+
+def _known_kind(kind: object) -> str:
+    known = (*_kinds()[0], *_kinds()[1])
+    if not isinstance(kind, str) or kind not in known:
+        raise BindingError(f"has unknown kind {kind!r}; known: {', '.join(known)}")
+    return kind
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _params(kind: str, external: bool, raw: object,
+            site: Path | None) -> BaseModel | Mapping[str, Any]:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise BindingError("has params that are not an object")
+    if external:
+        return dict(raw)
+    from pydantic import ValidationError
+
+    from compiler.contract.provider_params import BUILTIN_PARAMS, site_relative_fields
+
+    model = BUILTIN_PARAMS[kind]
+    try:
+        params = model.model_validate(raw)
+    except ValidationError as err:
+        raise BindingError("; ".join(
+            f"param {'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+            for e in err.errors(include_url=False, include_input=False))) from None
+    if site is None:
+        return params
+    update = {key: str((site / value).resolve()) for key in site_relative_fields(model)
+              if isinstance(value := getattr(params, key), str) and not Path(value).is_absolute()}
+    return params.model_copy(update=update) if update else params
+
+
+def _command(raw: object) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not raw or not all(isinstance(c, str) for c in raw):
+        raise BindingError("needs 'command': a non-empty list of argv strings")
+    return tuple(raw)
+
+
+def _secrets(raw: object) -> dict[str, str]:
+    """The binding's secrets, each a reference; a value is refused without echoing it."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise BindingError("has secrets that are not an object")
+    for key, ref in raw.items():
+        if not is_reference(ref):
+            raise BindingError(f"secret {key!r} must be a reference ({REFERENCE_FORMS}), "
+                               "not a value")
+    return dict(raw)
+
+
+def _positive(doc: Mapping[str, Any], key: str, default: float, unit: str, *,
+              whole: bool = False) -> float:
+    """``doc[key]``, a positive number (an integer if ``whole``), or ``default`` if absent."""
+    value = doc.get(key)
+    if value is None:
+        return default
+    types = int if whole else int | float
+    if not isinstance(value, types) or isinstance(value, bool) or value <= 0:
+        raise BindingError(f"needs a positive '{key}' ({unit})")
+    return value
+
+
+def controller_name(doc: SiteDocument) -> str:
+    """The site's controller-map provider; an embedded one named 'controller' if none declared."""
+    for p in doc.providers:
+        if p.item.kind == "controller-map":
+            return p.item.name
+    return IMPLICIT_CONTROLLER
+
+
+def _written(doc: SiteDocument, p: Provider, proxy: str | None,
+             standbys: list[str]) -> ProviderBinding:
+    """A built-in's params as its model validated them; an external provider's as written."""
+    parsed = doc.params.get(p.name)
+    return ProviderBinding(
+        kind=p.kind,
+        params=p.params if parsed is None else parsed,
+        command=None if p.command is None else tuple(p.command),
+        secrets=dict(p.credentials),
+        account=p.account,
+        timeout=p.timeout,
+        max_reply_bytes=p.max_reply_bytes,
+        proxy=proxy,
+        standbys=tuple(sorted(standbys)),
+    )
+
+
+def build_bindings(doc: SiteDocument) -> dict[str, Any]:
+    active: dict[str, str] = {}
+    standbys: dict[str, list[str]] = {}
+    proxies: dict[str, Any] = {}
+    for px in doc.proxies:
+        proxies[px.item.name] = {
+            "host": px.item.host,
+            "active": sorted(px.item.active),
+            "standby": sorted(px.item.standby),
+        }
+        for name in px.item.active:
+            active.setdefault(name, px.item.name)
+        for name in px.item.standby:
+            standbys.setdefault(name, []).append(px.item.name)
+    providers = {
+        loc.item.name: _written(doc, loc.item, active.get(loc.item.name),
+                                standbys.get(loc.item.name, [])).to_json()
+        for loc in doc.providers
+    }
+    name = controller_name(doc)
+    if name not in providers:
+        from compiler.model.providers import Provider
+
+        fields = Provider.model_fields
+        providers[name] = ProviderBinding(
+            kind="controller-map", params={}, timeout=fields["timeout"].default,
+            max_reply_bytes=fields["max_reply_bytes"].default).to_json()
+    return {"providers": providers, "proxies": proxies}

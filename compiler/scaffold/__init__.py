@@ -1,1 +1,0 @@
-"""``xce-init``: scaffold a new site-config repository."""
