@@ -6,11 +6,11 @@ import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from compiler.checks.capacity import check_caches, check_quotas, check_warnings
 from compiler.checks.collisions import check_copy_ids, check_counter_ids, check_quota_ids
 from compiler.checks.discovery import check_discovery
+from compiler.checks.drift import check_drift
 from compiler.checks.hosts import HostTable, expand_hosts
 from compiler.checks.index import build_index
 from compiler.checks.providers import check_cache_locations, check_provider_kinds, check_proxies
@@ -18,19 +18,20 @@ from compiler.checks.references import check_references
 from compiler.checks.secrets import check_secrets
 from compiler.checks.topology import check_topology
 from compiler.checks.volumes import check_volumes
-from compiler.contract.bindings import build_bindings, controller_name
+from compiler.contract.bindings import Bindings
+from compiler.contract.drift import CompiledDrift
 from compiler.contract.supply_map import SupplyMap
 from compiler.core import codes
 from compiler.core.problems import Problem, Problems, Where
+from compiler.emit.bindings import build_bindings
 from compiler.emit.context import EmitContext
 from compiler.emit.datasets import copies_by_location, emit_datasets
+from compiler.emit.drift import emit_drift
 from compiler.emit.hosts import emit_hosts
 from compiler.emit.pools import emit_pools
+from compiler.emit.settings import emit_settings
 from compiler.emit.volumes import emit_volumes, mounts_by_group
-from compiler.model.discovery import discovery_setting
 from compiler.model.document import SiteDocument, build_document
-from compiler.model.drift import CompiledDrift, compile_drift
-from compiler.model.site import Settle, Site
 from compiler.policy import PolicyBuild, compile_policies
 from compiler.policy.compile import locate_policies
 from compiler.source.yaml_source import (
@@ -45,7 +46,7 @@ from compiler.source.yaml_source import (
 @dataclass(frozen=True, slots=True)
 class Compiled:
     supply_map: SupplyMap
-    bindings: dict[str, Any]
+    bindings: Bindings
     document: SiteDocument
     policy: PolicyBuild | None = None
     drift: CompiledDrift = field(default_factory=CompiledDrift)  # build/drift.json
@@ -79,34 +80,6 @@ def load_site(site_dir: Path, problems: Problems) -> list[SourceFile]:
         if src is not None:
             files.append(src)
     return files
-
-
-def settings_of(site: Site, doc: SiteDocument) -> dict[str, Any]:
-    """The planning policy that travels with the compiled map (``doc``: for the host group
-    a discovery policy admits into)."""
-    return {
-        "site": site.name,
-        "owner": f"site/{site.name}",
-        "discovery": discovery_setting(site.discovery, doc.host_groups,
-                                       site.defaults.host.counters),
-        "join_deadline": site.join_deadline,
-        "release_orphans": site.release_orphans,
-        "management": dict(sorted(site.management.items())),
-        "safety": site.safety.model_dump(exclude_none=True, exclude_defaults=True),
-        "protected": sorted(site.protected),
-        # only when not the default, so a map's digest stays what it was without it
-        **({"unreviewed_apply": site.unreviewed_apply}
-           if site.unreviewed_apply != "refuse" else {}),
-        **({"settle": site.settle.model_dump()} if site.settle != Settle() else {}),
-        **({"provisioning": provisioning}
-           if (provisioning := site.provisioning.model_dump(exclude_none=True)) else {}),
-    }
-
-
-def shared_accounts(doc: SiteDocument) -> list[str]:
-    """Providers in a cloud account shared with others (P5): their unclaimed instances that
-    carry our owner tag are reported, never released."""
-    return sorted(p.item.name for p in doc.providers if p.item.account == "shared")
 
 
 def check_document(doc: SiteDocument, problems: Problems) -> HostTable:
@@ -148,11 +121,11 @@ def compile_files(
             Where(files[0].path, line=1, column=1),
         )
     hosts = check_document(doc, problems)
-    drift = compile_drift(doc, files, problems, today or datetime.date.today(), site_dir)
+    check_drift(doc, problems, today or datetime.date.today())
     if problems.has_errors or doc.site is None:
         return None
     site = doc.site.item
-    ctx = EmitContext(owner=f"site/{site.name}", controller=controller_name(doc))
+    ctx = EmitContext(owner=f"site/{site.name}", controller=doc.controller)
     emit_hosts(doc, site, hosts, mounts_by_group(doc), ctx, copies_by_location(doc))
     emit_pools(doc, ctx)
     emit_datasets(doc, ctx)
@@ -160,9 +133,10 @@ def compile_files(
     entries = {e.id: e for e in ctx.entries}
     if len(entries) != len(ctx.entries):  # the checks must have caught every clash of ids
         raise RuntimeError(f"{len(ctx.entries) - len(entries)} entries share an id with another")
-    settings = {**settings_of(site, doc), "shared_accounts": shared_accounts(doc)}
+    settings = emit_settings(site, doc)
     supply = SupplyMap(entries=entries, site=site.name, owner=ctx.owner, settings=settings)
-    return Compiled(supply, build_bindings(doc), doc, drift=drift, sources=ctx.sources())
+    return Compiled(supply, build_bindings(doc), doc, drift=emit_drift(doc, files, site_dir),
+                    sources=ctx.sources())
 
 
 def located(problems: Problems, files: list[SourceFile]) -> list[Problem]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from compiler.contract.supply_map import Entry, SupplyMap
+from compiler.contract.vocabulary import EntryKind
 from compiler.core.problems import Problem, UserError, Where
 from compiler.core.units import format_size
 from reconciler.plan.model import Action, Plan, Verb
@@ -33,8 +34,8 @@ if TYPE_CHECKING:
 CHANGED = "XCE790"  # an applied version's digest or size changed
 MISMATCHED = "XCE791"  # a correction names another version than the applied one
 
-_DATASET = "dataset/"
-_COPY = "dataset-copy/"
+_DATASET = f"{EntryKind.DATASET}/"
+_COPY = f"{EntryKind.DATASET_COPY}/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +128,7 @@ class _Staged:
         if self.index is None:
             self.index = {}
             for e in self.live.entries.values():
-                if e.kind == "dataset-copy" and e.id.startswith(_COPY):
+                if e.kind == EntryKind.DATASET_COPY and e.id.startswith(_COPY):
                     self.index.setdefault(copy_ident(e.id), []).append(e)
         return self.index.get(ident, [])
 
@@ -162,7 +163,7 @@ def _versions(desired: SupplyMap, live: SupplyMap) -> list[_Version]:
     copies = _Staged(live)
     out = []
     for e in desired.entries.values():
-        if e.kind != "dataset" or not e.id.startswith(_DATASET):
+        if e.kind != EntryKind.DATASET or not e.id.startswith(_DATASET):
             continue
         ident = e.id[len(_DATASET):]
         digest = e.spec.get("digest")
@@ -282,10 +283,10 @@ def enforce_versions(desired: SupplyMap, live: SupplyMap,
 
 
 def _explained(a: Action, corrections: Mapping[str, str]) -> Action:
-    if a.kind == "dataset" and a.verb is Verb.UPDATE:
+    if a.kind == EntryKind.DATASET and a.verb is Verb.UPDATE:
         why = corrections.get(a.entry[len(_DATASET):])
         return a if why is None else replace(a, reason=f"corrected in place: {why}; {a.reason}")
-    if a.kind == "dataset-copy" and a.verb is Verb.STAGE and a.before is not None:
+    if a.kind == EntryKind.DATASET_COPY and a.verb is Verb.STAGE and a.before is not None:
         ident = copy_ident(a.entry)
         why = corrections.get(ident)
         return a if why is None else replace(a, reason=f"{a.reason}; {ident} corrected: {why}")

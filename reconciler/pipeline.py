@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from compiler.contract.bindings import BindingError, Bindings
-from compiler.contract.build_files import BINDINGS
+from compiler.contract.build_files import BINDINGS, DRIFT, WORKDIR
+from compiler.contract.drift import CompiledDrift, DriftFileError
 from compiler.contract.supply_map import MapReader, SupplyMap, read_json, read_map
 from compiler.core.gc_pause import gc_paused
 from compiler.core.problems import Hints, Problem, Problems, Severity, UserError, Where
@@ -28,18 +29,16 @@ from reconciler.live import (
     other_site_problem,
     trust_generations,
 )
+from reconciler.plan.attempts import ProvisionAttempts
 from reconciler.plan.model import Plan
 from reconciler.planner import make_plan
 from reconciler.planner.guards import Growth
 from reconciler.planner.settings import read_settings
-from reconciler.state.store import ProvisionAttempts, StateStore
+from reconciler.state import StateStore
 
 if TYPE_CHECKING:  # the YAML reader is imported only where a site is compiled
     from compiler.source.yaml_source import Locator
 
-DEFAULT_WORKDIR = ".xce"
-STATE_FILE = "state.sqlite"  # the embedded state store, inside the workdir
-DRIFT_FILE = "drift.json"  # beside the compiled map: the site's drift rules and email
 # the problem codes, named once as in reconciler/apply/codes.py
 NOT_COMPILED = "XCE780"  # a file xce-compile writes is unreadable or not its format
 NO_SITE = "XCE781"
@@ -58,8 +57,8 @@ class Desired:
     digest: str
     warnings: tuple[Problem, ...] = ()
     versions: VersionSources | None = None  # where datasets are written (not from a map file)
-    # build/drift.json: how xce-drift screens and mails drift (compiler/model/drift.py)
-    drift: Mapping[str, Any] = field(default_factory=dict)
+    # build/drift.json: how xce-drift screens and mails drift (compiler/contract/drift.py)
+    drift: CompiledDrift = field(default_factory=CompiledDrift)
     origins: Origins | None = None  # where each entry is written (not from a map file)
 
 
@@ -98,10 +97,10 @@ class Live:
 def default_workdir(site_dir: Path | None, desired_file: Path | None) -> Path:
     """The embedded defaults live beside the site (``<site>/.xce``) unless told otherwise."""
     if site_dir is not None:
-        return site_dir / DEFAULT_WORKDIR
+        return site_dir / WORKDIR
     if desired_file is not None:
-        return desired_file.parent / DEFAULT_WORKDIR
-    return Path(DEFAULT_WORKDIR)
+        return desired_file.parent / WORKDIR
+    return Path(WORKDIR)
 
 
 def _compiled_reader(path: Path, what: str) -> MapReader:
@@ -126,6 +125,19 @@ def _read_bindings(path: Path, site: Path) -> Bindings:
         raise UserError([reader.malformed(err)]) from err
 
 
+def _read_drift(path: Path) -> CompiledDrift:
+    """The drift settings beside the map; none (no rules, no email) beside a map compiled
+    before drift.json existed."""
+    if not path.exists():
+        return CompiledDrift()
+    try:
+        return CompiledDrift.from_json(read_json(path, _compiled_reader(path, "drift settings")))
+    except DriftFileError as err:
+        raise UserError([HINTS.problem(
+            NOT_COMPILED, f"the drift settings are not as xce-compile writes them: {err}",
+            str(path))]) from None
+
+
 def load_compiled(desired_file: Path) -> Desired:
     """A map written by xce-compile, with ``bindings.json`` beside it.
 
@@ -137,10 +149,8 @@ def load_compiled(desired_file: Path) -> Desired:
     supply = decoded.supply
     # Without the site folder, site-relative inputs resolve against the current folder.
     bindings = _read_bindings(desired_file.parent / BINDINGS, Path.cwd())
-    drift = desired_file.parent / DRIFT_FILE  # none beside a map compiled before it existed
     return Desired(supply, bindings, str(decoded.header.get("digest") or supply.content_digest()),
-                   drift=read_json(drift, _compiled_reader(drift, "drift settings"))
-                   if drift.exists() else {})
+                   drift=_read_drift(desired_file.parent / DRIFT))
 
 
 def compile_desired(site_dir: Path, policies: Path | None = None) -> Desired:
@@ -160,9 +170,9 @@ def compile_desired(site_dir: Path, policies: Path | None = None) -> Desired:
     s = compiled.supply_map
     supply = SupplyMap(entries=s.entries, site=s.site, owner=s.owner, revision=revision.commit,
                        dirty=revision.dirty, settings=s.settings)
-    bindings = Bindings.from_json(compiled.bindings, site_dir)
+    bindings = compiled.bindings.at(site_dir)
     return Desired(supply, bindings, supply.content_digest(), tuple(shown),
-                   VersionSources.of(compiled.document, files), compiled.drift.to_json(),
+                   VersionSources.of(compiled.document, files), compiled.drift,
                    Origins(compiled.sources, Locator(files),
                            None if compiled.document.site is None
                            else compiled.document.site.where))
@@ -211,13 +221,7 @@ def gather(desired: Desired, workdir: Path, live_file: Path | None = None,
 
 def loss_limit(desired: Desired) -> LossLimit:
     """What each provider may lose between two reads (``site.safety.max_inventory_loss``)."""
-    safety = read_settings(desired.supply.settings, desired.supply.owner).safety
-
-    def limit(provider: str) -> tuple[float, int]:
-        loss = safety.loss_limit(provider)
-        return loss.fraction, loss.count
-
-    return limit
+    return read_settings(desired.supply.settings, desired.supply.owner).safety.loss_limit
 
 
 def checked_live(desired: Desired, found: LiveResult, store: StateStore | None, *,
@@ -227,7 +231,7 @@ def checked_live(desired: Desired, found: LiveResult, store: StateStore | None, 
     counts), and what a live gather (``gathered``) trusted recorded there."""
     if store is None and not accept and not accept_shrink:
         return Live(found.live, tuple(found.problems))
-    site = desired.supply.site or desired.supply.owner
+    site = desired.supply.site_key
     checked = trust_generations(found.live, store, site, gathered=gathered, accept=accept,
                                 shrink=loss_limit(desired), accept_shrink=accept_shrink,
                                 record_accepted=record_accepted)
@@ -240,7 +244,7 @@ def recorded_attempts(store: StateStore | None,
     of ``plan_for``); none without a store."""
     if store is None:
         return {}
-    return store.provision_attempts(desired.supply.site or desired.supply.owner)
+    return store.provision_attempts(desired.supply.site_key)
 
 
 def plan_for(desired: Desired, live: Live, *, now: float, targets: Collection[str] = (),

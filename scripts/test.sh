@@ -16,6 +16,7 @@ echo "PostgreSQL for tests: ${XCE_TEST_PG_URL%%\?*}"
 bash scripts/system-packages.sh  # scontrol (hostlists against real Slurm), chromium (HTML report)
 
 echo "== ruff"; ruff check compiler reconciler tests benchmarks
+echo "== import-linter (the layers: docs/architecture.md)"; lint-imports --no-cache
 echo "== mypy (strict)"; mypy
 echo "== pytest"; pytest -n 2 -p no:cacheprovider --durations=15 "$@"
 

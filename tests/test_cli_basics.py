@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler.cli.problem_render import fold_subjects, render, render_text
+from compiler.cli.problem_render import render, render_text
 from compiler.cli.runner import UsageParser
+from compiler.core.hostlist import fold_subjects
 from compiler.core.problems import Problem, Severity
 from tests.apply.small_site import write_site
 
@@ -156,8 +157,8 @@ def test_text_runs_keep_stdout_for_results(here: Path,
 CRASH_AT = {
     "xce-compile": ("compiler.cmds.compile", "compile_site", ["site"]),
     "xce-policy": ("compiler.cmds.policy", "compile_policies", ["compile", "--site", "site"]),
-    "xce-plan": ("reconciler.cmds.plan", "load_desired", ["site"]),
-    "xce-apply": ("reconciler.cmds.apply", "load_plan", ["plan.json"]),
+    "xce-plan": ("reconciler.plan_use_case", "load_desired", ["site"]),
+    "xce-apply": ("reconciler.apply_use_case", "load_plan", ["plan.json"]),
     "xce-lock": ("reconciler.cmds.lock", "open_store", ["--site", "site", "list"]),
     "xce-map": ("reconciler.cmds.map", "_opened", ["--site", "site", "show"]),
 }

@@ -19,14 +19,11 @@ from compiler.compile import compile_site, located
 from compiler.core.problems import Problems
 from compiler.core.secrets import (
     SENSITIVE,
+    Redactor,
     SecretError,
     is_reference,
     is_secret_key,
-    redact_path,
-    redact_text,
-    redact_value,
     resolve,
-    secret_values,
 )
 from reconciler.protocol import ErrorCode, ProviderError, resolve_secret
 from reconciler.providers.registry import open_provider
@@ -88,18 +85,18 @@ def test_the_compiler_refuses_a_literal_exactly_where_outputs_mask_it(
     tmp_path: Path, name: str
 ) -> None:
     params = {name: LITERAL}
-    masked = redact_value(params) != params
+    masked = Redactor().value("", params) != params
     assert masked is is_secret_key(name)
     assert _refused(tmp_path, params) is masked
-    assert (redact_path(f"spec.{name}", LITERAL) == SENSITIVE) is masked
+    assert (Redactor().value(f"spec.{name}", LITERAL) == SENSITIVE) is masked
 
 
 def test_everything_under_a_secret_key_is_secret_at_compile_time_and_in_outputs(
     tmp_path: Path,
 ) -> None:
     params = {"auth": {"user": LITERAL, "scopes": [LITERAL]}}
-    assert redact_value(params) == {"auth": {"user": SENSITIVE, "scopes": [SENSITIVE]}}
-    assert redact_path("spec.auth", params["auth"]) == redact_value(params)["auth"]
+    assert Redactor().value("", params) == {"auth": {"user": SENSITIVE, "scopes": [SENSITIVE]}}
+    assert Redactor().value("spec.auth", params["auth"]) == Redactor().value("", params)["auth"]
     assert len(_compile_problems(tmp_path, params)) == 2
 
 
@@ -108,8 +105,8 @@ def test_a_reference_true_false_or_null_under_a_secret_key_is_shown_and_accepted
 ) -> None:
     params = {"token": "env:TOK", "auth": {"key_file": "file:/run/k", "api_key": "env:K"},
               "use_password": True, "password": None, "secrets": [False]}
-    assert redact_value(params) == params
-    assert redact_path("spec.token", "file:/run/t") == "file:/run/t"
+    assert Redactor().value("", params) == params
+    assert Redactor().value("spec.token", "file:/run/t") == "file:/run/t"
     assert _compile_problems(tmp_path, params) == []
 
 
@@ -138,7 +135,7 @@ def test_a_relative_file_is_no_reference_anywhere(tmp_path: Path) -> None:
     with pytest.raises(ProviderError) as err:
         resolve_secret(ref)
     assert err.value.code is ErrorCode.INVALID_ARGUMENT
-    assert redact_value({"token": ref}) == {"token": SENSITIVE}
+    assert Redactor().value("", {"token": ref}) == {"token": SENSITIVE}
 
 
 def test_resolve_reads_env_and_files_and_names_only_the_reference(
@@ -167,12 +164,12 @@ def test_a_secret_file_that_is_not_text_is_an_error_not_a_crash(tmp_path: Path) 
     with pytest.raises(ProviderError) as err:
         resolve_secret(f"file:{binary}")
     assert err.value.code is ErrorCode.FAILED_PRECONDITION and "not UTF-8" in err.value.message
-    assert secret_values([f"file:{binary}"]) == ()  # stderr scrubbing goes on
+    assert Redactor.of([f"file:{binary}"]).values == ()  # stderr scrubbing goes on
 
 
 def test_free_text_is_scrubbed_of_resolved_values(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XCE_T_SECRET", "hunter2")
-    values = secret_values(["env:XCE_T_SECRET"])
-    assert redact_text("login hunter2 refused (hunter2)", values) == (
+    redactor = Redactor.of(["env:XCE_T_SECRET"])
+    assert redactor.text("login hunter2 refused (hunter2)") == (
         f"login {SENSITIVE} refused ({SENSITIVE})")
-    assert redact_text("nothing here", values) == "nothing here"
+    assert redactor.text("nothing here") == "nothing here"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.checks.index import Index
+from compiler.contract.vocabulary import EntryKind
 from compiler.core import codes
 from compiler.core.problems import Problems, Where
 from compiler.core.types import NO_UNIT, WrittenAsSize
@@ -110,7 +111,7 @@ def check_quotas(doc: SiteDocument, index: Index, problems: Problems) -> None:
             grants[(kind, target, grant.scope)].append((grant, q.where.child(*grant.ypath)))
     for key, listed in sorted(grants.items()):
         kind, name, _ = key
-        loc = (index.volumes if kind == "volume" else index.pools).items.get(name)
+        loc = (index.volumes if kind == EntryKind.VOLUME else index.pools).items.get(name)
         if loc is None or getattr(loc.item, "overcommit", False):
             continue
         if isinstance(loc.item, LicensePool):
@@ -127,7 +128,7 @@ def check_quotas(doc: SiteDocument, index: Index, problems: Problems) -> None:
             message,
             "lower this quota or those before it, raise the capacity, or declare "
             "'overcommit: true' on the volume"
-            if kind == "volume"
+            if kind == EntryKind.VOLUME
             else "lower this quota or those before it, or raise the pool's capacity",
             listed[i][1],
             also=[loc.where.child(cap.field)],

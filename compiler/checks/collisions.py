@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from compiler.checks.hosts import HostTable
 from compiler.checks.index import Index
+from compiler.contract.vocabulary import EntryKind
 from compiler.core import codes
 from compiler.core.problems import Problems, Where
 from compiler.model.document import SiteDocument
@@ -72,7 +73,7 @@ def check_counter_ids(
                 also=[cache.where.child("location")],
             )
         kind, _, host = location.partition("/")
-        if kind == "host" and name in _host_counters(host, doc, index, hosts):
+        if kind == EntryKind.HOST and name in _host_counters(host, doc, index, hosts):
             group = index.groups.items[hosts.group_of[host]]
             problems.error(
                 codes.DEFINED_TWICE,

@@ -123,8 +123,9 @@ def _check_command(p: Located[Provider], problems: Problems) -> None:
         )
 
 
-def check_proxies(doc: SiteDocument, index: Index, problems: Problems) -> None:
-    """N2: exactly one active proxy per provider; the controller map needs none."""
+def _active_proxies(doc: SiteDocument, problems: Problems) -> dict[str, list[Located[Any]]]:
+    """The proxies each provider is active on; a proxy that lists a provider as both active
+    and standby is an error."""
     active: dict[str, list[Located[Any]]] = defaultdict(list)
     for px in doc.proxies:
         for name in px.item.active:
@@ -137,14 +138,25 @@ def check_proxies(doc: SiteDocument, index: Index, problems: Problems) -> None:
                     "a standby must be another proxy",
                     px.where.child("standby", px.item.standby.index(name)),
                 )
-    # Providers named by a proxy that failed validation may be served: do not echo that error.
-    maybe_served = {
+    return active
+
+
+def _named_by_invalid_proxies(doc: SiteDocument) -> set[str]:
+    """Providers named active by a proxy that failed validation: they may be served, so
+    their missing proxy is not reported on top of that proxy's error."""
+    return {
         name
         for raw in doc.invalid_items.get(("proxies",), [])
         if isinstance(raw, dict) and isinstance(raw.get("active"), list)
         for name in raw["active"]
         if isinstance(name, str)
     }
+
+
+def check_proxies(doc: SiteDocument, index: Index, problems: Problems) -> None:
+    """N2: exactly one active proxy per provider; the controller map needs none."""
+    active = _active_proxies(doc, problems)
+    maybe_served = _named_by_invalid_proxies(doc)
     for name, p in sorted(index.providers.items.items()):
         if p.item.kind == "controller-map":
             continue

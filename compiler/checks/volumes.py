@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from compiler.checks.hosts import HostTable
 from compiler.checks.index import Index
 from compiler.contract.provider_params import DatasetCopyParams, DirectoryParams
+from compiler.contract.vocabulary import EntryKind
 from compiler.core import codes
 from compiler.core.problems import Problems, Where
 from compiler.model.document import Located, SiteDocument
@@ -31,7 +32,7 @@ def check_volumes(doc: SiteDocument, index: Index, hosts: HostTable, problems: P
     first_quota: dict[str, Where] = {}
     for q in doc.quotas:
         kind, target = q.item.target
-        if kind == "volume":
+        if kind == EntryKind.VOLUME:
             first_quota.setdefault(target, q.where)
     _check_nested_volumes(volumes, problems)
     _check_cache_roots(doc, volumes, problems)

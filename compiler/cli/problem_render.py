@@ -16,13 +16,9 @@ from dataclasses import dataclass, replace
 import orjson
 
 from compiler.cli.formats import Formats
-from compiler.core.hostlist import compress
+from compiler.core.hostlist import fold_subjects
 from compiler.core.problems import Problem, Severity
 from compiler.core.textstyle import Style, printable
-
-FOLDED_TERMS = 12  # terms of a folded subject list shown before "… (N in all)"
-_FOLDABLE = re.compile(r"[A-Za-z0-9._-]+")  # names ClusterShell folds as hostlists do
-_TERM = re.compile(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*")  # one term of a folded hostlist
 
 
 def _place(p: Problem) -> str:
@@ -35,29 +31,6 @@ def _place(p: Problem) -> str:
 
 def _also(p: Problem) -> str:
     return printable(", ".join(w.label() for w in p.also))
-
-
-def fold_subjects(subjects: Iterable[str], limit: int = FOLDED_TERMS) -> str:
-    """Entry ids or names, compactly: ids that share all but their last part are written
-    once, their last parts folded as hostlists are (``host/cn[0001-0064]``) or listed in
-    braces (``volume-dir/shared/{alice,bob}``); past ``limit`` terms, the count in all."""
-    groups: dict[str, list[str]] = {}
-    for subject in dict.fromkeys(subjects):
-        head, slash, leaf = subject.rpartition("/")
-        groups.setdefault(head + slash, []).append(leaf)
-    shown: list[str] = []
-    room = limit
-    for prefix, leaves in groups.items():
-        foldable = [leaf for leaf in leaves if _FOLDABLE.fullmatch(leaf)]
-        folded = [*(_TERM.findall(compress(foldable)) if foldable else []),
-                  *sorted(leaf for leaf in leaves if not _FOLDABLE.fullmatch(leaf))]
-        terms, room = folded[:max(room, 0)], room - len(folded)
-        if prefix and len(terms) > 1:
-            shown.append(f"{prefix}{{{','.join(terms)}}}")
-        else:
-            shown.extend(prefix + term for term in terms)
-    total = sum(len(leaves) for leaves in groups.values())
-    return ", ".join(shown) + (f" … ({total} in all)" if room < 0 else "")
 
 
 def generic(text: str, subject: str) -> str:
@@ -130,40 +103,13 @@ def render_text(problems: Sequence[Problem], style: Style | None = None) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
-def _unicode(text: str | None) -> str | None:
-    """``text`` as JSON can hold it: a lone surrogate (a byte of a file name or argument
-    that is not UTF-8, as Python reads one) written as its escape, ``\\udcff``."""
-    if text is None or text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
-
-
-def problem_to_json(p: Problem) -> dict[str, object]:
-    return {
-        "code": p.code,
-        "severity": p.severity.value,
-        "file": _unicode(p.file),
-        "line": p.line,
-        "column": p.column,
-        "subject": _unicode(p.subject),
-        "message": _unicode(p.message),
-        "hint": _unicode(p.hint),
-        "also": [{"file": _unicode(w.file), "line": w.line, "column": w.column}
-                 for w in p.also],
-    }
-
-
 def render_json(problems: Sequence[Problem]) -> str:
     errors = sum(1 for p in problems if p.severity is Severity.ERROR)
     doc = {
         "valid": errors == 0,
         "errors": errors,
         "warnings": len(problems) - errors,
-        "problems": [problem_to_json(p) for p in problems],
+        "problems": [p.to_json() for p in problems],
     }
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from compiler.cli.options import add_format, add_policies
 from compiler.cli.problem_render import FORMATS, render
 from compiler.cli.runner import EXIT_ERROR, EXIT_OK, UsageParser, run_cli
 from compiler.cli.site_locate import HELP as SITE_HELP
@@ -16,7 +17,6 @@ from compiler.cli.site_locate import locate_site
 from compiler.compile import Compiled, compile_site, located
 from compiler.contract.build_files import ALLOWLISTS, BINDINGS, DRIFT, MANIFEST, SUPPLY_MAP
 from compiler.core import codes
-from compiler.core.bundled import POLICIES_HELP
 from compiler.core.canonical import dumps
 from compiler.core.gc_pause import gc_paused
 from compiler.core.git import Revision, site_revision
@@ -39,8 +39,8 @@ def parser() -> argparse.ArgumentParser:
         help="validate only: compile and report the problems, write nothing (no --out folder; "
         "for a pre-commit hook)",
     )
-    p.add_argument("--policies", type=Path, metavar="DIR", help=POLICIES_HELP)
-    p.add_argument("--format", choices=FORMATS.names, default="text", help="how to print problems")
+    add_policies(p)
+    add_format(p, FORMATS.names, "the problems")
     p.add_argument(
         "--schema", action="store_true", help="print the JSON Schema of a site-config file and exit"
     )
@@ -51,7 +51,7 @@ def serialize(compiled: Compiled, revision: Revision) -> tuple[dict[str, bytes],
     """The output documents and the desired digest; the entries' JSON is built only once."""
     supply = replace(compiled.supply_map, revision=revision.commit, dirty=revision.dirty)
     doc = supply.to_json()
-    documents = {SUPPLY_MAP: dumps(doc), BINDINGS: dumps(compiled.bindings),
+    documents = {SUPPLY_MAP: dumps(doc), BINDINGS: dumps(compiled.bindings.to_json()),
                  DRIFT: dumps(compiled.drift.to_json())}
     if compiled.policy is not None:
         documents[ALLOWLISTS] = compiled.policy.to_bytes()
@@ -125,7 +125,7 @@ def _report_success(fmt: str, problems: str, compiled: Compiled, revision: Revis
     for tools (json, github)."""
     supply = compiled.supply_map
     rev = _shown(revision)
-    providers = len(compiled.bindings["providers"])
+    providers = len(compiled.bindings.names)
     if fmt == "text":
         sys.stderr.write(problems)
         verb, where = ("checked", "; nothing written") if out is None else ("compiled",
@@ -146,7 +146,7 @@ def _markdown_report(compiled: Compiled, rev: str, digest: str, out: Path | None
         return f"### ✅ Site {supply.site} is valid at `{rev}`\n"
     files = ", ".join(f"`{out / name}`" for name in (*outputs, MANIFEST))
     rows = [("revision", f"`{rev}`"), ("entries", f"{len(supply.entries):,}"),
-            ("providers", str(len(compiled.bindings["providers"]))),
+            ("providers", str(len(compiled.bindings.names))),
             ("desired digest", f"`{digest}`"), ("outputs", files)]
     return "\n".join([f"### ✅ Compiled site {supply.site}", "", "| | |", "|---|---|",
                       *(f"| {k} | {v} |" for k, v in rows), ""])

@@ -15,16 +15,18 @@ from pathlib import Path
 
 import git
 
+from compiler.cli.options import add_format
 from compiler.cli.problem_render import FORMATS as PROBLEM_FORMATS
 from compiler.cli.problem_render import render as render_problems
 from compiler.cli.runner import EXIT_ERROR, EXIT_OK, UsageParser, run_cli
 from compiler.cli.site_locate import Holds, locate_site, say_found, site_at_revision
 from compiler.core.file_io import write_atomic
+from compiler.core.git import blob_at, work_tree_of
 from compiler.core.problems import Problem, Problems, UserError
 from compiler.core.textstyle import Style
 from compiler.policy import codes
 from compiler.policy.allowlists import FILENAME
-from compiler.policy.compile import compile_policies, locate_policies, work_tree_of
+from compiler.policy.compile import compile_policies, locate_policies
 from compiler.policy.gitsource import RevisionBuild, compile_at, inside, open_repo, resolve_commit
 from compiler.policy.review import diff
 from compiler.policy.review_render import FORMATS as REVIEW_FORMATS
@@ -57,18 +59,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     c = sub.add_parser("compile", parents=[common], help="write build/allowlists.json")
     c.add_argument("--out", default="build", help="output folder (default: build)")
-    c.add_argument(
-        "--format",
-        choices=PROBLEM_FORMATS.names,
-        default="text",
-        help="how problems are shown",
-    )
+    add_format(c, PROBLEM_FORMATS.names, "the problems")
     r = sub.add_parser("review", parents=[common], help="what each role gains and loses")
     r.add_argument("--base", required=True, help="the revision to compare against")
     r.add_argument("--head", default="HEAD", help="the revision under review (default: HEAD)")
-    r.add_argument("--format", choices=REVIEW_FORMATS.names, default="text",
-                   help="text for a terminal, json for tools, markdown for a pull-request "
-                   "comment (default: text)")
+    add_format(r, REVIEW_FORMATS.names, "the review")
     return p
 
 
@@ -123,13 +118,7 @@ def _label(build: RevisionBuild) -> str:
 
 def _in_tree(commit: git.Commit) -> Holds:
     """``holds`` for the files of a commit's tree, as the site rule asks."""
-    def holds(path: str) -> bool:
-        try:
-            return isinstance(commit.tree / path, git.Blob)
-        except KeyError:
-            return False
-
-    return holds
+    return lambda path: blob_at(commit, path) is not None
 
 
 def _sites(repo: git.Repo, args: argparse.Namespace) -> tuple[str, str]:

@@ -1,10 +1,11 @@
 """Provider bindings (``build/bindings.json``): which proxy runs which provider (PR-2, N2).
 
-The one definition of the format: the compiler writes it (``build_bindings``) and the
-reconciler reads it (``Bindings.from_json``) through the same ``ProviderBinding``. A
-built-in kind's ``params`` are read into its model (``compiler.contract.provider_params``),
-with its site-relative paths resolved against the site folder; an external kind's
-(``exec``, ``jsonl``) stay free-form JSON, for its program to read.
+The one definition of the format: the compiler builds a ``Bindings``
+(``compiler.emit.bindings``) and writes it (``Bindings.to_json``); the reconciler reads it
+(``Bindings.from_json``) through the same ``ProviderBinding``. A built-in kind's ``params``
+are read into its model (``compiler.contract.provider_params``), with its site-relative
+paths resolved against the site folder; an external kind's (``exec``, ``jsonl``) stay
+free-form JSON, for its program to read.
 
 A binding is read when its provider is opened, not when the file is: a plan from a live
 snapshot never imports the params models (docs/performance.md), and one bad binding makes
@@ -14,7 +15,7 @@ only its own provider unusable.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,9 +23,6 @@ from compiler.core.secrets import REFERENCE_FORMS, Redactor, is_reference
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
-
-    from compiler.model.document import SiteDocument
-    from compiler.model.providers import Provider
 
 IMPLICIT_CONTROLLER = "controller"
 DEFAULT_TIMEOUT = 30.0  # seconds one call may take, for a binding without ``timeout``
@@ -89,19 +87,63 @@ class ProviderBinding:
 
 
 @dataclass(frozen=True, slots=True)
+class ProxyBinding:
+    """A proxy: the host it runs on and the providers it serves, active or on standby."""
+
+    host: str
+    active: tuple[str, ...] = ()
+    standby: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"host": self.host, "active": list(self.active), "standby": list(self.standby)}
+
+    @classmethod
+    def from_json(cls, name: str, doc: object) -> ProxyBinding:
+        """A proxy as bindings.json holds it; raises BindingError."""
+        if not isinstance(doc, Mapping) or not isinstance(doc.get("host"), str):
+            raise BindingError(f"bindings have proxy {name!r} without a 'host'")
+        served = {key: doc.get(key) or [] for key in ("active", "standby")}
+        if not all(isinstance(v, list) and all(isinstance(n, str) for n in v)
+                   for v in served.values()):
+            raise BindingError(f"bindings have proxy {name!r} whose 'active' or 'standby' "
+                               "is not a list of provider names")
+        return cls(doc["host"], tuple(served["active"]), tuple(served["standby"]))
+
+
+@dataclass(frozen=True, slots=True)
 class Bindings:
-    """``bindings.json`` as the reconciler reads it: each provider's binding by name,
-    read with ``binding`` when that provider is opened."""
+    """``bindings.json``: each provider's binding by name, read with ``binding`` when that
+    provider is opened, and the proxies that serve them."""
 
     written: Mapping[str, Any]  # provider name -> its binding as bindings.json holds it
     site: Path | None = None  # what site-relative params are under
+    proxies: Mapping[str, ProxyBinding] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, providers: Mapping[str, ProviderBinding],
+           proxies: Mapping[str, ProxyBinding]) -> Bindings:
+        """The bindings the compiler built, each provider's as bindings.json holds it."""
+        return cls({name: b.to_json() for name, b in providers.items()}, proxies=proxies)
 
     @classmethod
     def from_json(cls, doc: object, site: Path | None = None) -> Bindings:
-        providers = doc.get("providers") if isinstance(doc, Mapping) else None
-        if not isinstance(providers, Mapping):
+        if not isinstance(doc, Mapping) or not isinstance(providers := doc.get("providers"),
+                                                          Mapping):
             raise BindingError("bindings have no 'providers' object")
-        return cls(dict(providers), site)
+        proxies = doc.get("proxies") or {}
+        if not isinstance(proxies, Mapping):
+            raise BindingError("bindings have a 'proxies' that is not an object")
+        return cls(dict(providers), site,
+                   {name: ProxyBinding.from_json(name, p) for name, p in proxies.items()})
+
+    def to_json(self) -> dict[str, Any]:
+        """bindings.json, as the compiler writes it."""
+        return {"providers": dict(self.written),
+                "proxies": {name: p.to_json() for name, p in self.proxies.items()}}
+
+    def at(self, site: Path) -> Bindings:
+        """The same bindings, their site-relative params under ``site``."""
+        return replace(self, site=site)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -202,58 +244,3 @@ def _positive(doc: Mapping[str, Any], key: str, default: float, unit: str, *,
     if not isinstance(value, types) or isinstance(value, bool) or value <= 0:
         raise BindingError(f"needs a positive '{key}' ({unit})")
     return value
-
-
-def controller_name(doc: SiteDocument) -> str:
-    """The site's controller-map provider; an embedded one named 'controller' if none declared."""
-    for p in doc.providers:
-        if p.item.kind == "controller-map":
-            return p.item.name
-    return IMPLICIT_CONTROLLER
-
-
-def _written(doc: SiteDocument, p: Provider, proxy: str | None,
-             standbys: list[str]) -> ProviderBinding:
-    """A built-in's params as its model validated them; an external provider's as written."""
-    parsed = doc.params.get(p.name)
-    return ProviderBinding(
-        kind=p.kind,
-        params=p.params if parsed is None else parsed,
-        command=None if p.command is None else tuple(p.command),
-        secrets=dict(p.credentials),
-        account=p.account,
-        timeout=p.timeout,
-        max_reply_bytes=p.max_reply_bytes,
-        proxy=proxy,
-        standbys=tuple(sorted(standbys)),
-    )
-
-
-def build_bindings(doc: SiteDocument) -> dict[str, Any]:
-    active: dict[str, str] = {}
-    standbys: dict[str, list[str]] = {}
-    proxies: dict[str, Any] = {}
-    for px in doc.proxies:
-        proxies[px.item.name] = {
-            "host": px.item.host,
-            "active": sorted(px.item.active),
-            "standby": sorted(px.item.standby),
-        }
-        for name in px.item.active:
-            active.setdefault(name, px.item.name)
-        for name in px.item.standby:
-            standbys.setdefault(name, []).append(px.item.name)
-    providers = {
-        loc.item.name: _written(doc, loc.item, active.get(loc.item.name),
-                                standbys.get(loc.item.name, [])).to_json()
-        for loc in doc.providers
-    }
-    name = controller_name(doc)
-    if name not in providers:
-        from compiler.model.providers import Provider
-
-        fields = Provider.model_fields
-        providers[name] = ProviderBinding(
-            kind="controller-map", params={}, timeout=fields["timeout"].default,
-            max_reply_bytes=fields["max_reply_bytes"].default).to_json()
-    return {"providers": providers, "proxies": proxies}

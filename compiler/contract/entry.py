@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import LIVE_STATES, OTHER_STATES
 from compiler.core.names import (
     MAX_NAME_BYTES,
     TOPOLOGY_KEY,
@@ -30,19 +31,6 @@ from compiler.core.names import (
 
 Errors = list[tuple[str | None, str]]  # (field, message); field None: the entry itself
 
-# The states a live entry of each kind may be in (PR-4 for hosts, PR-5 for copies); a kind
-# not listed is ``available`` or not listed at all. ``absent`` is never a state: it is not
-# being in the map.
-HOST_STATES = frozenset({"expected", "joining", "available", "draining", "drained",
-                         "released", "lost"})
-LIVE_STATES: Mapping[str, frozenset[str]] = {
-    "host": HOST_STATES,
-    "instance": frozenset({"available", "released", "lost"}),
-    "dataset-copy": frozenset({"staging", "available", "corrupt", "evicting", "failed",
-                               "lost"}),
-    "job": frozenset({"pending", "running", "finished"}),
-}
-OTHER_STATES = frozenset({"available"})
 # A kind is a lower-case word, or words joined by '-': ``host``, ``dataset-copy``.
 KIND = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 # The compiler's limit on a name (compiler.core.names) holds for each name inside a live id,
@@ -178,24 +166,37 @@ def word_errors(entry_id: str, kind: str, state: str) -> Errors:
     return errs
 
 
+def _empty_errors(texts: tuple[Any, ...]) -> Errors:
+    """A required text field that is empty."""
+    return [(key, f"'{key}' must be a non-empty string")
+            for key, value in zip(_REQUIRED, texts, strict=False) if not value]
+
+
+def _length_errors(texts: tuple[Any, ...]) -> Errors:
+    """The text fields too long to be shown whole."""
+    return [(key, why) for key, value in zip(TEXT_FIELDS, texts, strict=True)
+            if value is not None and (why := too_long(key, value)) is not None]
+
+
+def _topology_errors(topology: object) -> Errors:
+    why = topology_error(topology)
+    return [] if why is None else [("attributes", why)]
+
+
 def _content_errors(texts: tuple[Any, ...], attributes: object) -> Errors:
     """The rule on the values of an entry whose field types hold: ``texts`` are the
-    ``TEXT_FIELDS`` in order (optional ones may be None)."""
+    ``TEXT_FIELDS`` in order (optional ones may be None). Nothing else is said of an entry
+    missing a required value, nor of a value that is not shown whole."""
     entry_id, kind, state, source = texts[:4]
     if not (entry_id and kind and state and source):
-        return [(key, f"'{key}' must be a non-empty string")
-                for key, value in zip(_REQUIRED, texts, strict=False) if not value]
-    n = _SURELY_SHORT
-    if not all(value is None or len(value) <= n for value in texts):
-        longer: Errors = [(key, why) for key, value in zip(TEXT_FIELDS, texts, strict=True)
-                  if value is not None and (why := too_long(key, value)) is not None]
+        return _empty_errors(texts)
+    if not all(value is None or len(value) <= _SURELY_SHORT for value in texts):
+        longer = _length_errors(texts)  # the usual entry never gets here
         if longer:
-            return longer  # nothing else is said of a value that is not shown whole
+            return longer
     errs: Errors = []
     if isinstance(attributes, Mapping) and "topology" in attributes:
-        why = topology_error(attributes["topology"])
-        if why is not None:
-            errs.append(("attributes", why))
+        errs = _topology_errors(attributes["topology"])
     return errs + word_errors(entry_id, kind, state)
 
 

@@ -19,15 +19,13 @@ from typing import Any
 import msgspec
 import orjson
 
+from compiler.contract.settings import Settings
 from compiler.core.canonical import digest_of, dumps
 from compiler.core.file_io import MAP_CAP, read_input
 from compiler.core.names import invisible_reason, shown, too_long_reason
 from compiler.core.problems import Problem, UserError
 
 SCHEMA_VERSION = 1
-
-# Entry sources (PR-1, PR-4).
-SOURCES = ("config", "provisioned", "provisioner", "reporter", "discovered")
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +131,8 @@ class SupplyMap:
     """A desired or live supply map.
 
     ``settings`` carries the site's planning policy (discovery, join deadline, safety
-    thresholds, management levels, protected ids) so that a saved map is self-contained.
+    thresholds, management levels, protected ids) so that a saved map is self-contained:
+    as written, and typed (``settings.checked``); a plain mapping given is read as Settings.
     A live map has ``unknown`` (provider -> reason) for providers that did not answer
     fully: their entries are unknown, never absent; ``unknown_entries`` (entry id ->
     reason) does the same for single entries, such as an id two providers both report.
@@ -146,17 +145,27 @@ class SupplyMap:
     owner: str = ""
     revision: str | None = None
     dirty: bool = False
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    settings: Settings = field(default_factory=Settings)
     unknown: Mapping[str, str] = field(default_factory=dict)
     generations: Mapping[str, int] = field(default_factory=dict)
     unknown_entries: Mapping[str, str] = field(default_factory=dict)
     sessions: Mapping[str, Session] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.settings, Settings):
+            object.__setattr__(self, "settings", Settings(self.settings))
+
+    @property
+    def site_key(self) -> str:
+        """The key a site's records are kept under (applied configurations, drift history):
+        the site's name, else its owner tag for a map that names no site."""
+        return self.site or self.owner
+
     def content_digest(self, entries: list[dict[str, Any]] | None = None) -> str:
         """Digest of entries and settings only: no revision, no timestamps."""
         if entries is None:
             entries = entries_json(self.entries.values())
-        return digest_of({"entries": entries, "settings": self.settings})
+        return digest_of({"entries": entries, "settings": dict(self.settings)})
 
     def to_json(self) -> dict[str, Any]:
         entries = entries_json(self.entries.values())
@@ -199,7 +208,7 @@ class SupplyMap:
             owner=doc.get("owner", ""),
             revision=doc.get("revision"),
             dirty=bool(doc.get("dirty", False)),
-            settings=doc.get("settings") or {},
+            settings=Settings(doc.get("settings")),
             unknown=doc.get("unknown") or {},
             generations=doc.get("generations") or {},
             unknown_entries=doc.get("unknown_entries") or {},

@@ -12,12 +12,6 @@ from importlib import resources
 from pathlib import Path
 
 DATA = "_data"  # the folder of package data inside the ``compiler`` package
-# the --policies option of every command that compiles a site (docs/policies.md)
-POLICIES_HELP = (
-    "policy folder (opcodes.yaml, roles.yaml, guardrails.yaml) to compile with (default: "
-    "policies/ in the site folder, else at the top of its git repository, else the policies "
-    "bundled with xce-gitops)"
-)
 
 
 def _shipped(name: str) -> Path:

@@ -111,7 +111,7 @@ _CLASSES: dict[str, Callable[[str], bool]] = {
     "unprintable": lambda c: (
         _category(c) in {"Cc", "Cf", "Zl", "Zp", "Co"} or (_category(c) == "Zs" and c != " ")
     ),
-    # what breaks a line or hides: a correction's reason (datasets._one_line)
+    # what breaks a line or hides: a written reason (types.one_line)
     "line-break": lambda c: _category(c) in {"Cc", "Cf", "Zl", "Zp"},
 }
 

@@ -34,7 +34,9 @@ MAX_HOSTS = 1_048_576
 # Slurm reads a bound with strtoul: past 2^64 - 1 it silently clamps, and a range ending at
 # 2^64 - 1 names nothing. Bounds stay within what every reader takes exactly.
 MAX_NUMBER = 2**63 - 1
-_NAME_CHARS = re.compile(r"[A-Za-z0-9._-]+")
+_NAME_CHARS = re.compile(r"[A-Za-z0-9._-]+")  # names ClusterShell folds as hostlists do
+_TERM = re.compile(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*")  # one term of a folded hostlist
+FOLDED_TERMS = 12  # terms of a folded subject list shown before "… (N in all)"
 _TEXT_RUNS = re.compile(r"[0-9]+|[A-Za-z._-]+")
 _RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")
 # A name ClusterShell reads as one pattern ``<prefix>%s`` and one index kept as written.
@@ -351,3 +353,26 @@ def compress(names: Iterable[str]) -> str:
         rangeset.update(digits)
         folded.update(NodeSetBase(prefix + "%s", rangeset, copy_rangeset=False))
     return str(folded)
+
+
+def fold_subjects(subjects: Iterable[str], limit: int = FOLDED_TERMS) -> str:
+    """Entry ids or names, compactly: ids that share all but their last part are written
+    once, their last parts folded as hostlists are (``host/cn[0001-0064]``) or listed in
+    braces (``volume-dir/shared/{alice,bob}``); past ``limit`` terms, the count in all."""
+    groups: dict[str, list[str]] = {}
+    for subject in dict.fromkeys(subjects):
+        head, slash, leaf = subject.rpartition("/")
+        groups.setdefault(head + slash, []).append(leaf)
+    shown: list[str] = []
+    room = limit
+    for prefix, leaves in groups.items():
+        foldable = [leaf for leaf in leaves if _NAME_CHARS.fullmatch(leaf)]
+        folded = [*(_TERM.findall(compress(foldable)) if foldable else []),
+                  *sorted(leaf for leaf in leaves if not _NAME_CHARS.fullmatch(leaf))]
+        terms, room = folded[:max(room, 0)], room - len(folded)
+        if prefix and len(terms) > 1:
+            shown.append(f"{prefix}{{{','.join(terms)}}}")
+        else:
+            shown.extend(prefix + term for term in terms)
+    total = sum(len(leaves) for leaves in groups.values())
+    return ", ".join(shown) + (f" … ({total} in all)" if room < 0 else "")

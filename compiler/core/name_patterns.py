@@ -6,17 +6,20 @@ two things: a pattern with ``*`` or ``?`` is an fnmatch glob over host-name char
 name is a hostlist of one), read by compiler/core/hostlist.py with its padding rule. The
 compiler and the planner (for a saved map) check patterns with ``pattern_problem``; the
 planner matches with ``name_matcher``, built once per set of patterns and O(1)-ish per name.
+A host-name glob matches as every glob does (``compiler.core.globs.glob_matcher``); what is
+its own is what it may hold (``pattern_problem``: host-name characters, no sets), since a
+bracket here always starts a hostlist range.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import re
 from collections.abc import Callable, Iterable
 
 from ClusterShell.NodeSet import NodeSetException
 
+from compiler.core.globs import glob_matcher
 from compiler.core.hostlist import HostlistError, nodeset, parse
 
 GLOB_CHARS = frozenset("*?")
@@ -60,7 +63,7 @@ def name_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
     one regex for the globs, one node set for the hostlists (membership without expanding
     them, so cn[000001-100000] costs nothing until a name is looked up)."""
     globs, hostlists = split_patterns(patterns)
-    glob_re = re.compile("|".join(fnmatch.translate(g) for g in globs)) if globs else None
+    glob_re = glob_matcher(globs)
     nodes = nodeset(",".join(hostlists)) if hostlists else None
 
     def matches(name: str) -> bool:

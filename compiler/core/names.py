@@ -18,6 +18,9 @@ MAX_NAME_BYTES = 255
 # name, optionally under a domain (``rack``, ``block``, ``site.example/pod``), ending in a
 # letter or digit.
 TOPOLOGY_KEY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._/-]*[A-Za-z0-9])?")
+# The name of a role, guardrail, waiver or catalog opcode in policies/ and the site's
+# ``policy:`` section: lowercase words joined by '-'.
+POLICY_NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
 def invisible_reason(name: str) -> str | None:

@@ -68,6 +68,32 @@ class Problem:
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.file or "", self.line or 0, self.column or 0, self.code, self.message)
 
+    def to_json(self, *, place: bool = True) -> dict[str, object]:
+        """The one JSON form of a problem, as every report, reply, plan and drift report
+        writes it. ``place=False`` leaves out where it is (file, line, column, also): the
+        form of a plan's and a drift report's problems, which have no file."""
+        doc: dict[str, object] = {"code": self.code, "severity": self.severity.value}
+        if place:
+            doc.update(file=_unicode(self.file), line=self.line, column=self.column)
+        doc.update(subject=_unicode(self.subject), message=_unicode(self.message),
+                   hint=_unicode(self.hint))
+        if place:
+            doc["also"] = [{"file": _unicode(w.file), "line": w.line, "column": w.column}
+                           for w in self.also]
+        return doc
+
+
+def _unicode(text: str | None) -> str | None:
+    """``text`` as JSON can hold it: a lone surrogate (a byte of a file name or argument
+    that is not UTF-8, as Python reads one) written as its escape, ``\\udcff``."""
+    if text is None or text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
 
 @dataclass(slots=True)
 class Problems:

@@ -5,8 +5,8 @@ the value is read by whoever needs it, when it needs it (``resolve``). A key who
 it holds a secret (``is_secret_key``) may hold only a reference: the compiler refuses a
 literal there, and every output (plan, report, log, error message) shows its value as
 ``SENSITIVE`` unless it is a reference. What a provider prints is scrubbed of the resolved
-values (``secret_values`` + ``redact_text``). The reconciler imports this module; it imports
-nothing of the project, so both sides apply the same rule.
+values. ``Redactor`` is the one redaction every output goes through. The reconciler imports
+this module; it imports nothing of the project, so both sides apply the same rule.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _mask(value: Any) -> Any:
     return SENSITIVE
 
 
-def redact_value(value: Any, key: str = "") -> Any:
+def _by_key(value: Any, key: str = "") -> Any:
     """``value`` as it may be shown, given the name of the key that holds it."""
     if key and is_secret_key(key):
         return _mask(value)
@@ -114,18 +114,13 @@ def redact_value(value: Any, key: str = "") -> Any:
     if kind is str or kind is int or kind is float or kind is bool or value is None:
         return value  # the common leaves, without the slower ABC checks below
     if kind is dict or isinstance(value, Mapping):
-        return {k: redact_value(v, k if type(k) is str else str(k)) for k, v in value.items()}
+        return {k: _by_key(v, k if type(k) is str else str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [redact_value(v) for v in value]
+        return [_by_key(v) for v in value]
     return value
 
 
-def redact_path(path: str, value: Any) -> Any:
-    """A changed field's value, judged by every key on its dotted path (``spec.auth.token``)."""
-    return _mask(value) if is_secret_key(path) else redact_value(value)
-
-
-def secret_values(references: Iterable[str]) -> tuple[str, ...]:
+def _secret_values(references: Iterable[str]) -> tuple[str, ...]:
     """What to hide for these secret references: each value that resolves now, its lines
     (text is redacted line by line) and its JSON- and URL-escaped forms, longest first."""
     found: set[str] = set()
@@ -139,33 +134,33 @@ def secret_values(references: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted((v for v in found if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True))
 
 
-def redact_text(text: str, values: Iterable[str]) -> str:
-    """``text`` with every secret value (from ``secret_values``) replaced by ``SENSITIVE``.
-
-    The one redaction of free text: providers' error messages and stderr logs."""
-    for value in values:
-        text = text.replace(value, SENSITIVE)
-    return text
-
-
 @dataclass(frozen=True, slots=True)
 class Redactor:
-    """What an output may show: values under secret keys masked (``redact_path``), and the
-    resolved values of the bindings' secrets (``secret_values``) scrubbed wherever a provider
-    echoed them, in any field or text. One object for plans, drift reports and the ledger."""
+    """The one redaction: what any output (plan, drift report, ledger, log, error message,
+    mail) may show. Values under secret keys are masked (``value``), and the given secret
+    values are scrubbed wherever something echoed them, in any field or text (``text``).
+
+    ``Redactor.of(references)`` hides what the references resolve to now, in each form a
+    provider may print it; ``Redactor((token,))`` hides a value the caller holds itself."""
 
     values: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, references: Iterable[str]) -> Redactor:
-        return cls(secret_values(references))
+        return cls(_secret_values(references))
 
     def text(self, text: str) -> str:
-        return redact_text(text, self.values)
+        """``text`` with every secret value replaced by ``SENSITIVE``: the one redaction of
+        free text (providers' error messages and stderr logs, forges' and servers' replies)."""
+        for value in self.values:
+            text = text.replace(value, SENSITIVE)
+        return text
 
     def value(self, path: str, value: Any) -> Any:
-        """A field's value at dotted ``path`` ("" for a whole document)."""
-        return self._scrub(redact_path(path, value) if path else redact_value(value))
+        """A field's value at dotted ``path`` ("" for a whole document), judged by every key
+        on its path (``spec.auth.token``) and by every key inside it."""
+        masked = _mask(value) if path and is_secret_key(path) else _by_key(value)
+        return self._scrub(masked)
 
     def _scrub(self, value: Any) -> Any:
         if not self.values:
@@ -177,4 +172,3 @@ class Redactor:
         if isinstance(value, list):
             return [self._scrub(v) for v in value]
         return value
-

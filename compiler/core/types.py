@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -175,6 +176,32 @@ def _label(v: Any) -> str:
     return v
 
 
+
+MAX_REASON = 500  # characters: a sentence or two, shown on the plan's action line
+
+
+def _line_break_reason(text: str) -> str | None:
+    """Why ``text`` is not one line: a control character (a newline too) or a separator."""
+    for c in text:
+        if unicodedata.category(c) in {"Cc", "Zl", "Zp"}:
+            return f"it contains U+{ord(c):04X} ({unicodedata.name(c, 'a control character')})"
+    return None
+
+
+def one_line(text: str, blank: str) -> str:
+    """A reason is shown on one line of every plan and report: not blank (``blank`` says
+    what is missing), not a page, and no line break, control or invisible character (a
+    U+202E would make the plan read backwards). The one rule of every written reason."""
+    if not text.strip():
+        raise ValueError(blank)
+    if len(text) > MAX_REASON:
+        raise ValueError(f"the reason has {len(text)} characters; at most {MAX_REASON} are shown")
+    why = invisible_reason(text) or _line_break_reason(text)
+    if why is not None:
+        raise ValueError(
+            f"the reason cannot be shown as written: {why}; write it as one line of plain text"
+        )
+    return text
 def _volume_path(v: str) -> str:
     """An absolute path whose every component is path-safe, as the directory provider
     requires: checked here so that a bad path fails the compile, not the apply."""

@@ -3,14 +3,16 @@
 Sizes become bytes and durations seconds, the base units of the supply map. What is
 accepted is one pattern per type (``SIZE_PATTERN``, ``DURATION_PATTERN``), which the JSON
 Schema uses too; a value that does not match is taken apart to say why (an unknown unit
-with the nearest one, white space, a sign, a fraction), by ``_why``.
+with the nearest one, white space, a sign, a fraction), by ``_why``. Sizes and durations
+are written back for people by ``format_size`` and ``duration_text`` (instants and dates are
+``compiler.core.times``).
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Literal
 
 SIZE_UNITS: dict[str, int] = {
     "B": 1,
@@ -90,6 +92,33 @@ def _unit_hint(unit: str, units: dict[str, int], words: dict[str, str]) -> str:
     return f" — {hint}" if hint else ""
 
 
+def _character_reason(token: str, i: int, before: str) -> str:
+    """What a character that is neither digit, letter nor space does wrong."""
+    if token in "-+" and i == 0:
+        return "it is negative" if token == "-" else "it has a sign: write the number alone"
+    if token == "," and before == "num":
+        return "',' in a number: write a decimal point (1.5TiB) and no thousands separator"
+    return f"the character {token!r} does not belong in it"
+
+
+def _space_reason(token: str, before: str, after: str) -> str | None:
+    if token != " ":
+        return "white space other than one space (between a number and its unit)"
+    if before == after == "num":
+        return "a space inside a number: write its digits together"
+    return None
+
+
+def _word_reason(
+    tokens: list[tuple[str, str]], i: int, units: dict[str, int], words: dict[str, str]
+) -> str:
+    """What is wrong with a word that is not a unit: a unit split by a space, or a misspelling."""
+    token = tokens[i][1]
+    if i + 2 < len(tokens) and token + tokens[i + 2][1] in units:
+        return f"a space inside the unit {token + tokens[i + 2][1]!r}"
+    return f"unknown unit {token!r}{_unit_hint(token, units, words)}"
+
+
 def _token_reason(
     tokens: list[tuple[str, str]],
     i: int,
@@ -102,22 +131,27 @@ def _token_reason(
     before = tokens[i - 1][0] if i else ""
     after = tokens[i + 1][0] if i + 1 < len(tokens) else ""
     if kind == "other":
-        if token in "-+" and i == 0:
-            return "it is negative" if token == "-" else "it has a sign: write the number alone"
-        if token == "," and before == "num":
-            return "',' in a number: write a decimal point (1.5TiB) and no thousands separator"
-        return f"the character {token!r} does not belong in it"
-    if kind == "space" and token != " ":
-        return "white space other than one space (between a number and its unit)"
-    if kind == "space" and before == after == "num":
-        return "a space inside a number: write its digits together"
+        return _character_reason(token, i, before)
+    if kind == "space":
+        return _space_reason(token, before, after)
     if kind == "num" and duration and "." in token:
         return f"{token} is a fraction; a duration is whole numbers (1h30m, not 1.5h)"
     if kind == "word" and token not in units:
-        if i + 2 < len(tokens) and token + tokens[i + 2][1] in units:
-            return f"a space inside the unit {token + tokens[i + 2][1]!r}"
-        return f"unknown unit {token!r}{_unit_hint(token, units, words)}"
+        return _word_reason(tokens, i, units, words)
     return None
+
+
+def _order_reason(tokens: list[tuple[str, str]], duration: bool) -> str:
+    """Why a value whose every piece is sound does not match: the order of its pieces."""
+    pieces = [(kind, token) for kind, token in tokens if kind != "space"]
+    for i, (kind, token) in enumerate(pieces):
+        before = pieces[i - 1][0] if i else ""
+        after = pieces[i + 1][0] if i + 1 < len(pieces) else ""
+        if kind == "word" and before != "num":
+            return f"the unit {token!r} has no number before it"
+        if kind == "num" and duration and after != "word":
+            return f"the number {token} has no unit (write {token}s for seconds)"
+    return "a size is one number and at most one unit (500GiB, not 500GiB 12MiB)"
 
 
 def _why(text: str, units: dict[str, int], words: dict[str, str], duration: bool) -> str:
@@ -134,16 +168,7 @@ def _why(text: str, units: dict[str, int], words: dict[str, str], duration: bool
         reason = _token_reason(tokens, i, units, words, duration)
         if reason:
             return reason
-    # Every piece is sound; their order is not.
-    pieces = [(kind, token) for kind, token in tokens if kind != "space"]
-    for i, (kind, token) in enumerate(pieces):
-        before = pieces[i - 1][0] if i else ""
-        after = pieces[i + 1][0] if i + 1 < len(pieces) else ""
-        if kind == "word" and before != "num":
-            return f"the unit {token!r} has no number before it"
-        if kind == "num" and duration and after != "word":
-            return f"the number {token} has no unit (write {token}s for seconds)"
-    return "a size is one number and at most one unit (500GiB, not 500GiB 12MiB)"
+    return _order_reason(tokens, duration)
 
 
 def _bounded(value: object, amount: int, what: str) -> int:
@@ -209,49 +234,31 @@ def format_size(n: int) -> str:
     return f"{n}B"
 
 
-def format_utc(seconds: float) -> str:
-    """An instant (seconds since the epoch) as plans, replies and reports print it."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def utc_instant(seconds: float) -> float:
-    """``seconds`` if it is an instant ``format_utc`` prints (the years 1 to 9999, as UTC);
-    else UnitError: a time given on a command line (``--as-of +99999999999999d``)."""
-    try:
-        format_utc(seconds)
-    except (OverflowError, OSError, ValueError):
-        raise UnitError("it is past the year 9999 (or before the year 1), which no plan "
-                        "or report can print") from None
-    return seconds
-
-
-_AGE_UNITS = ((86400, "day"), (3600, "hour"), (60, "minute"))
-
-
-def age_text(seconds: float) -> str:
-    """``3 days``, ``5 hours``, ``1 minute``: the largest unit that fits at least twice
-    (once for minutes), so 30 hours read ``30 hours`` and not ``1 day``."""
-    for size, unit in _AGE_UNITS:
-        n = int(seconds // size)
-        if n >= 2 or (n == 1 and size == 60):
-            return f"{n} {unit}" + ("s" if n > 1 else "")
-    return "less than a minute"
-
-
-_TEXT_UNITS = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
-# What ``duration_text`` writes, for a reader that takes its values back (a report that
-# folds alike lines shows the range of their durations).
+# The units a duration is written in for people: seconds, short name, name.
+_SPANS = ((86400, "d", "day"), (3600, "h", "hour"), (60, "min", "minute"), (1, "s", "second"))
+# What the short form writes, for a reader that takes its values back (a report that folds
+# alike lines shows the range of their durations).
 DURATION_TEXT_PATTERN = r"\b[0-9]+ (?:d|h|min|s)(?: [0-9]+ (?:h|min|s))?\b"
 _TEXT_PART = re.compile(r"([0-9]+) (d|h|min|s)")
+DurationForm = Literal["short", "words"]
 
 
-def duration_text(seconds: float) -> str:
-    """A duration for people, in its two largest units: ``2 d 3 h``, ``1 h 5 min``,
-    ``45 s`` (whole seconds, rounded down; two adjacent units at most, so 1 d 0 h 5 min
-    reads ``1 d``)."""
+def duration_text(seconds: float, form: DurationForm = "short") -> str:
+    """A duration for people, in one of two forms.
+
+    ``short``: its two largest units, ``2 d 3 h``, ``1 h 5 min``, ``45 s`` (whole seconds,
+    rounded down; two adjacent units at most, so 1 d 0 h 5 min reads ``1 d``).
+    ``words``: how long ago or how long to wait, as plans say it: ``3 days``, ``5 hours``,
+    ``1 minute``, the largest unit that fits at least twice (once for minutes), so 30 hours
+    read ``30 hours`` and not ``1 day``.
+    """
+    return _in_words(seconds) if form == "words" else _in_short_units(seconds)
+
+
+def _in_short_units(seconds: float) -> str:
     rest = max(0, int(seconds))
     parts: list[str] = []
-    for unit, size in _TEXT_UNITS:
+    for size, unit, _ in _SPANS:
         n, rest = divmod(rest, size)
         if n and len(parts) < 2:
             parts.append(f"{n} {unit}")
@@ -260,7 +267,15 @@ def duration_text(seconds: float) -> str:
     return " ".join(parts) or "0 s"
 
 
+def _in_words(seconds: float) -> str:
+    for size, _, unit in _SPANS[:-1]:
+        n = int(seconds // size)
+        if n >= 2 or (n == 1 and size == 60):
+            return f"{n} {unit}" + ("s" if n > 1 else "")
+    return "less than a minute"
+
+
 def duration_seconds(text: str) -> int:
-    """The seconds of a ``duration_text`` (its inverse, to the unit it shows)."""
-    sizes = dict(_TEXT_UNITS)
+    """The seconds of a short ``duration_text`` (its inverse, to the unit it shows)."""
+    sizes = {unit: size for size, unit, _ in _SPANS}
     return sum(int(n) * sizes[unit] for n, unit in _TEXT_PART.findall(text))

@@ -9,6 +9,7 @@ from itertools import repeat
 from operator import attrgetter
 
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import PRESENT, EntryKind
 from compiler.core.problems import Where, YPath
 
 _ID = attrgetter("id")
@@ -77,7 +78,7 @@ class EmitContext:
     def controlled(
         self,
         id: str,
-        kind: str,
+        kind: EntryKind,
         amount: int | None = None,
         *,
         location: str | None = None,
@@ -88,8 +89,8 @@ class EmitContext:
         self.entries.append(
             Entry(
                 id=id,
-                kind=kind,
-                state="available",
+                kind=kind.value,
+                state=PRESENT.value,
                 source="config",
                 provider=self.controller,
                 location=location,

@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import CopyState, EntryKind
 from compiler.emit.context import EmitContext
 from compiler.model.datasets import Dataset
 from compiler.model.document import SiteDocument
@@ -35,14 +36,14 @@ def emit_datasets(doc: SiteDocument, ctx: EmitContext) -> None:
         d = loc.item
         ident = d.ident
         ctx.at(loc.where)
-        ctx.controlled(f"dataset/{ident}", "dataset", d.size, spec=dataset_spec(d))
+        ctx.controlled(f"dataset/{ident}", EntryKind.DATASET, d.size, spec=dataset_spec(d))
         for i, copy in enumerate(d.copies):
             ctx.at(loc.where, "copies", i)
             ctx.add(
                 Entry(
                     id=f"dataset-copy/{ident}@{copy.location}",
-                    kind="dataset-copy",
-                    state="available",
+                    kind=EntryKind.DATASET_COPY.value,
+                    state=CopyState.AVAILABLE.value,
                     source="config",
                     provider=copy.provider,
                     location=copy.location,
@@ -55,7 +56,7 @@ def emit_datasets(doc: SiteDocument, ctx: EmitContext) -> None:
         ctx.at(c.where)
         ctx.controlled(
             f"counter/cache@{c.item.location}",
-            "counter",
+            EntryKind.COUNTER,
             c.item.capacity,
             location=c.item.location,
             spec={"provider": c.item.provider},

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from compiler.checks.hosts import HostTable
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import PRESENT, EntryKind, HostState
 from compiler.core.hostlist import compress
 from compiler.emit.context import EmitContext
 from compiler.model.document import Located, SiteDocument
@@ -55,7 +56,7 @@ def _emit_group(
         group_attrs["datasets"] = copies[0]
     wanted, source, spec, provisioning = _provisioning(g, hosts, site.join_deadline)
     group_attrs.update(provisioning)
-    ctx.controlled(f"host-group/{g.name}", "host-group", attributes=group_attrs)
+    ctx.controlled(f"host-group/{g.name}", EntryKind.HOST_GROUP, attributes=group_attrs)
     base = _base_attributes(g, features, group_mounts)
     counters = {**defaults.counters, **g.counters}
     _emit_members(loc, wanted, source, spec, base, counters, _host_overrides(g, table), ctx,
@@ -146,15 +147,16 @@ def _emit_members(
         location = f"host/{h}"
         if own and location in own:
             attrs = {**attrs, "datasets": own[location]}
-        add(Entry(location, "host", "available", source, controller, None, None, attrs, spec,
-                  owner))
+        add(Entry(location, EntryKind.HOST.value, HostState.AVAILABLE.value, source, controller,
+                  None, None, attrs, spec, owner))
         if prov is not None:
             instance_spec = {"template": prov.template, "group": g.name,
                              "join_deadline": spec["join_deadline"]}
-            add(Entry(f"instance/{h}", "instance", "available", "provisioned", prov.provider,
-                      None, None, {"group": g.name}, instance_spec, owner))
+            add(Entry(f"instance/{h}", EntryKind.INSTANCE.value, HostState.AVAILABLE.value,
+                      "provisioned", prov.provider, None, None, {"group": g.name}, instance_spec,
+                      owner))
         for name, amount in host_counters.items():
-            add(Entry(f"counter/{name}@{location}", "counter", "available", "config",
-                      controller, location, amount, {}, {}, owner))
+            add(Entry(f"counter/{name}@{location}", EntryKind.COUNTER.value, PRESENT.value,
+                      "config", controller, location, amount, {}, {}, owner))
         if ovs:
             ctx.at(loc.where)

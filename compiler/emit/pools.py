@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from compiler.contract.vocabulary import EntryKind
 from compiler.emit.context import EmitContext
 from compiler.model.document import SiteDocument
 
@@ -13,12 +14,13 @@ def emit_pools(doc: SiteDocument, ctx: EmitContext) -> None:
         spec: dict[str, object] = {}
         if p.borrow is not None:
             spec = {"borrow_max": p.borrow.max, "borrow_provider": p.borrow.provider}
-        ctx.controlled(f"license/{p.name}@site", "license", p.amount, location="site", spec=spec)
+        ctx.controlled(f"license/{p.name}@site", EntryKind.LICENSE, p.amount, location="site",
+                       spec=spec)
     for sp in doc.storage_pools:
         ctx.at(sp.where)
         ctx.controlled(
             f"storage-pool/{sp.item.name}",
-            "storage-pool",
+            EntryKind.STORAGE_POOL,
             sp.item.capacity,
             location=f"pool/{sp.item.name}",
         )
@@ -26,7 +28,7 @@ def emit_pools(doc: SiteDocument, ctx: EmitContext) -> None:
         ctx.at(c.where)
         ctx.controlled(
             f"counter/{c.item.name}@{c.item.location}",
-            "counter",
+            EntryKind.COUNTER,
             c.item.amount,
             location=c.item.location,
         )

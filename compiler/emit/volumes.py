@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import PRESENT, EntryKind
 from compiler.emit.context import EmitContext
 from compiler.model.document import SiteDocument
 from compiler.model.volumes import Volume
@@ -38,15 +39,15 @@ def _emit_quotas(
     quotas = ((q, *q.item.target, g) for q in doc.quotas for g in q.item.grants())
     for q, kind, target, (scope, subject, limit, path) in quotas:
         ctx.at(q.where, *path)
-        if kind == "volume" and target in volumes:
+        if kind == EntryKind.VOLUME and target in volumes:
             v = volumes[target]
             if scope == "user":
                 users[target].add(subject)
             ctx.add(
                 Entry(
                     f"quota/{target}/{scope}/{subject}",
-                    "quota",
-                    "available",
+                    EntryKind.QUOTA.value,
+                    PRESENT.value,
                     "config",
                     v.provider,
                     f"volume/{target}",
@@ -58,7 +59,7 @@ def _emit_quotas(
         elif kind == "pool":
             ctx.controlled(
                 f"quota/{target}/{scope}/{subject}",
-                "quota",
+                EntryKind.QUOTA,
                 limit,
                 location=f"pool/{target}",
                 spec={"scope": scope, "subject": subject},
@@ -85,17 +86,18 @@ def _emit_volume(v: Volume, users: list[str], ctx: EmitContext) -> None:
         attrs["default"] = True
     location = f"volume/{v.name}"
     ctx.add(
-        Entry(location, "volume", "available", "config", v.provider, None, v.capacity, attrs,
-              spec, ctx.owner)
+        Entry(location, EntryKind.VOLUME.value, PRESENT.value, "config", v.provider, None,
+              v.capacity, attrs, spec, ctx.owner)
     )
     # the capacity as a pool counter the scheduler charges job output to (PR-6)
-    ctx.controlled(f"counter/capacity@{location}", "counter", v.capacity, location=location)
+    ctx.controlled(f"counter/capacity@{location}", EntryKind.COUNTER, v.capacity,
+                   location=location)
     for user in users:
         ctx.add(
             Entry(
                 f"volume-dir/{v.name}/{user}",
-                "volume-dir",
-                "available",
+                EntryKind.VOLUME_DIR.value,
+                PRESENT.value,
                 "config",
                 v.provider,
                 location,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field
@@ -11,8 +10,17 @@ from pydantic_core import PydanticCustomError
 
 from compiler.core import forms
 from compiler.core.forms import JsonForm
-from compiler.core.names import invisible_reason, shown
-from compiler.core.types import DatasetName, Description, Name, Size, Strict, Version
+from compiler.core.names import shown
+from compiler.core.types import (
+    MAX_REASON,
+    DatasetName,
+    Description,
+    Name,
+    Size,
+    Strict,
+    Version,
+    one_line,
+)
 
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 _DIGEST_RE = re.compile(DIGEST_PATTERN)
@@ -56,30 +64,9 @@ Digest = Annotated[
 AppliedDigest = Annotated[str, Field(pattern=DIGEST_PATTERN)]
 
 
-MAX_REASON = 500  # characters: a sentence or two, shown on the plan's action line
-
-
-def _line_break_reason(text: str) -> str | None:
-    """Why ``text`` is not one line: a control character (a newline too) or a separator."""
-    for c in text:
-        if unicodedata.category(c) in {"Cc", "Zl", "Zp"}:
-            return f"it contains U+{ord(c):04X} ({unicodedata.name(c, 'a control character')})"
-    return None
-
-
 def _one_line(text: str) -> str:
-    """A reason is shown on one line of every plan: not blank, not a page, and no line
-    break, control or invisible character (a U+202E would make the plan read backwards)."""
-    if not text.strip():
-        raise ValueError("a correction needs a reason: say why the applied version is wrong")
-    if len(text) > MAX_REASON:
-        raise ValueError(f"the reason has {len(text)} characters; at most {MAX_REASON} are shown")
-    why = invisible_reason(text) or _line_break_reason(text)
-    if why is not None:
-        raise ValueError(
-            f"the reason cannot be shown as written: {why}; write it as one line of plain text"
-        )
-    return text
+    """A correction's reason: one line, like every reason (``one_line``)."""
+    return one_line(text, "a correction needs a reason: say why the applied version is wrong")
 
 
 Reason = Annotated[str, AfterValidator(_one_line), JsonForm(lambda: forms.reason_form(MAX_REASON))]

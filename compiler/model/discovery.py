@@ -10,25 +10,22 @@ or a mapping that limits the policy to name patterns and says what an admitted h
       group: burst                          # an admitted host's group, and its features
       counters: {slots: 32}                 # default: the group's counters
 
-The mapping's checks against the rest of the site are in compiler/checks/discovery.py.
+The mapping's checks against the rest of the site are in compiler/checks/discovery.py; what
+the compiled map holds of it, in compiler/emit/settings.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 from pydantic import Discriminator, Field, GetJsonSchemaHandler, Tag
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from compiler.contract.vocabulary import DiscoveryPolicy, OtherwisePolicy
 from compiler.core.types import Counters, Name, Strict
 
-if TYPE_CHECKING:  # the document holds the site section, which holds this
-    from compiler.model.document import Located
-    from compiler.model.hosts import HostGroup
-
-DiscoveryPolicy = Literal["report", "admit", "reject"]
 NamePattern = Annotated[str, Field(min_length=1)]
 
 
@@ -44,7 +41,7 @@ class Discovery(Strict):
         "with * and ? (burst*)",
         examples=[["burst*", "cn[0001-0100]"]],
     )
-    otherwise: Literal["report", "reject"] | None = Field(
+    otherwise: OtherwisePolicy | None = Field(
         default=None,
         description="what a discovered host that no name matches gets (default report)",
         examples=["report"],
@@ -88,28 +85,3 @@ DiscoverySetting = Annotated[
     Discriminator(_form),
     _AnyOf(),
 ]
-
-
-def discovery_setting(
-    discovery: DiscoveryPolicy | Discovery, groups: Iterable[Located[HostGroup]],
-    default_counters: Mapping[str, int],
-) -> str | dict[str, Any]:
-    """``settings.discovery`` of the compiled map: the word as written (so the maps of sites
-    that write one stay byte for byte what they were), or the mapping with its defaults
-    filled in: ``otherwise`` when there are names, and the counters resolved (the policy's,
-    else the group's own over the site's defaults, as the group's hosts get them)."""
-    if isinstance(discovery, str):
-        return discovery
-    out: dict[str, Any] = {"policy": discovery.policy}
-    if discovery.names:
-        out["names"] = list(discovery.names)
-        out["otherwise"] = discovery.otherwise or "report"
-    if discovery.group is not None:
-        out["group"] = discovery.group
-    counters = discovery.counters
-    if counters is None and discovery.group is not None:
-        group = next((g.item for g in groups if g.item.name == discovery.group), None)
-        counters = {**default_counters, **group.counters} if group is not None else {}
-    if counters:
-        out["counters"] = dict(sorted(counters.items()))
-    return out if len(out) > 1 else discovery.policy

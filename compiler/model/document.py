@@ -14,13 +14,15 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from compiler.contract.bindings import IMPLICIT_CONTROLLER
+from compiler.contract.drift import DriftWaiver, IgnoreRule, Match, Notify
 from compiler.contract.provider_params import BUILTIN_PARAMS, DatasetCopyParams
 from compiler.core import codes
 from compiler.core.names import did_you_mean, visible
 from compiler.core.problems import Problem, Problems, Where, YPath
 from compiler.core.types import BareSeconds
 from compiler.model.datasets import DIGEST_HINT, Cache, Dataset, digest_hint
-from compiler.model.drift import DriftParts, read_section
+from compiler.model.drift import DriftSection
 from compiler.model.errors import problems_from
 from compiler.model.hosts import HostGroup
 from compiler.model.pools import CustomCounter, LicensePool, StoragePool
@@ -41,6 +43,15 @@ class Located(Generic[T]):
 
     item: T
     where: Where
+
+
+@dataclass(slots=True)
+class DriftParts:
+    """Every file's drift section, item by item with its place (``SiteDocument.drift``)."""
+
+    ignore: list[Located[IgnoreRule]] = field(default_factory=list)
+    waivers: list[Located[DriftWaiver]] = field(default_factory=list)
+    notify: list[Located[Notify]] = field(default_factory=list)
 
 
 # List sections: YAML path inside a file -> model of one item.
@@ -136,6 +147,15 @@ class SiteDocument:
     @property
     def proxies(self) -> list[Located[Proxy]]:
         return self.section(("proxies",))
+
+    @property
+    def controller(self) -> str:
+        """The site's controller-map provider; an embedded one named 'controller' if none
+        is declared."""
+        for p in self.providers:
+            if p.item.kind == "controller-map":
+                return p.item.name
+        return IMPLICIT_CONTROLLER
 
 
 def _check_version(src: SourceFile, problems: Problems) -> bool:
@@ -324,7 +344,7 @@ def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> No
             except ValidationError as exc:
                 problems.extend(problems_from(exc, Site, where))
     if "drift" in data:
-        read_section(doc.drift, data["drift"], Where(src.path, ("drift",)), problems)
+        _read_drift(doc.drift, data["drift"], Where(src.path, ("drift",)), problems)
     pools = data.get("pools")
     if pools is not None:
         if isinstance(pools, dict):
@@ -340,6 +360,38 @@ def _validate_file(doc: SiteDocument, src: SourceFile, problems: Problems) -> No
             pools = {}
     for path in LIST_SECTIONS:
         _validate_list(doc, src, path, _section(data, pools, path), problems)
+
+
+_DRIFT_LISTS: dict[str, type[Match]] = {"ignore": IgnoreRule, "waivers": DriftWaiver}
+
+
+def _failed_drift_part(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """What an error at ``loc`` makes unusable: a list's item, else the key it is under."""
+    if len(loc) >= 2 and loc[0] in _DRIFT_LISTS and isinstance(loc[1], int):
+        return loc[:2]
+    return loc[:1]
+
+
+def _read_drift(parts: DriftParts, raw: Any, where: Where, problems: Problems) -> None:
+    """One file's ``drift:`` section: every error reported, and each rule that is right
+    kept with its place, so the compile still checks it across files (one bad rule hides
+    no unknown provider in another)."""
+    failed: set[tuple[str | int, ...]] = set()
+    try:
+        DriftSection.model_validate(raw)
+    except ValidationError as exc:
+        problems.extend(problems_from(exc, DriftSection, where))
+        failed = {_failed_drift_part(tuple(e["loc"])) for e in exc.errors()}
+    if not isinstance(raw, dict) or () in failed:
+        return
+    for key, model in _DRIFT_LISTS.items():
+        items = raw.get(key)
+        if isinstance(items, list) and (key,) not in failed:
+            getattr(parts, key).extend(
+                Located(model.model_validate(item), where.child(key, i))
+                for i, item in enumerate(items) if (key, i) not in failed)
+    if raw.get("notify") is not None and ("notify",) not in failed:
+        parts.notify.append(Located(Notify.model_validate(raw["notify"]), where.child("notify")))
 
 
 def _validate_params(doc: SiteDocument, problems: Problems) -> None:

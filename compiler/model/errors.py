@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import types
 import typing
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -131,60 +133,118 @@ def _clean_loc(loc: tuple[str | int, ...]) -> tuple[tuple[str | int, ...], bool]
     return tuple(out), key
 
 
+@dataclass(frozen=True, slots=True)
+class _Error:
+    """One pydantic error with its place: what each kind of problem is made from."""
+
+    model: type[BaseModel]
+    where: Where  # where the model's value is written
+    loc: tuple[str | int, ...]  # inside it, without pydantic's markers
+    on_key: bool  # the error is about a key, not its value
+    msg: str
+    value: Any
+    ctx: dict[str, Any]
+
+    @classmethod
+    def of(cls, err: ErrorDetails, model: type[BaseModel], where: Where) -> _Error:
+        loc, on_key = _clean_loc(tuple(err["loc"]))
+        return cls(model, where, loc, on_key, err["msg"], err.get("input"),
+                   dict(err.get("ctx", {})))
+
+    @property
+    def at(self) -> Where:
+        return Where(self.where.file, self.where.ypath + self.loc, key=self.on_key)
+
+    @property
+    def shown(self) -> str:
+        """The value as a message may show it: under a secret key (``credentials`` is one),
+        never the value itself."""
+        if any(is_secret_key(str(p)) for p in self.loc):
+            return "a value (not shown)"
+        return _short(self.value)
+
+    @property
+    def last(self) -> str:
+        return str(self.loc[-1]) if self.loc else "?"
+
+
+def _unknown_key(e: _Error) -> Problem:
+    keys = known_keys(e.model, e.loc[:-1])
+    hint = did_you_mean(e.last, keys) or f"allowed keys here: {', '.join(keys)}"
+    return Problem(codes.UNKNOWN_KEY, f"unknown key '{visible(e.last)}'", hint, e.at.at_key())
+
+
+def _missing_key(e: _Error) -> Problem:
+    parent = Where(e.where.file, e.where.ypath + e.loc[:-1])
+    hint = DIGEST_HINT if e.last == "digest" else f"add '{e.last}:' here"
+    return Problem(codes.MISSING_KEY, f"missing required key '{e.last}'", hint, parent)
+
+
+def _not_plain_data(e: _Error) -> Problem:
+    what = "plain data (text, a number, true/false, a list or a mapping)"
+    return Problem(codes.WRONG_TYPE, f"expected {what}, got {e.shown}", _QUOTE_IT, e.at)
+
+
+def _path_unsafe(e: _Error) -> Problem:
+    return Problem(codes.NOT_PATH_SAFE, e.msg,
+                   "use a name without '/', '..', NUL, white space or a leading '-'",
+                   e.at.at_key() if e.on_key else e.at)
+
+
+def _bad_name(e: _Error) -> Problem:
+    return Problem(codes.NOT_ALLOWED, e.msg, "", e.at.at_key() if e.on_key else e.at)
+
+
+def _not_one_of(e: _Error) -> Problem:
+    expected = str(e.ctx.get("expected", ""))
+    return Problem(codes.NOT_ALLOWED, f"{e.shown} is not allowed here", f"use one of {expected}",
+                   e.at)
+
+
+def _wrong_form(e: _Error) -> Problem:
+    pattern = str(e.ctx.get("pattern", ""))
+    hint = "write sha256:<64 lowercase hex digits>" if "sha256" in pattern else ""
+    if pattern == "^/":
+        hint = "write an absolute path, starting with '/'"
+    return Problem(codes.NOT_ALLOWED, f"{e.shown} has the wrong form", hint, e.at)
+
+
+def _value_error(e: _Error) -> Problem:
+    return Problem(codes.NOT_ALLOWED, e.msg.removeprefix("Value error, "), "", e.at)
+
+
+# pydantic error type -> the problem it is; the types of _OWN_MESSAGE, _OUT_OF_RANGE and the
+# wrong types are told apart in ``translate``.
+_BY_TYPE: dict[str, Callable[[_Error], Problem]] = {
+    "extra_forbidden": _unknown_key,
+    "missing": _missing_key,
+    "invalid-json-value": _not_plain_data,
+    "path_unsafe": _path_unsafe,
+    "name": _bad_name,
+    "literal_error": _not_one_of,
+    "enum": _not_one_of,
+    "string_pattern_mismatch": _wrong_form,
+    "value_error": _value_error,
+}
+if _BY_TYPE.keys() & _OWN_MESSAGE.keys():
+    raise AssertionError("an error type with its own message has a problem of its own too")
+
+
 def translate(err: ErrorDetails, model: type[BaseModel], where: Where) -> Problem:
     """One pydantic error as a Problem located at ``where`` + the error's location."""
-    loc, on_key = _clean_loc(tuple(err["loc"]))
+    e = _Error.of(err, model, where)
     etype = err["type"]
-    msg = err["msg"]
-    value = err.get("input")
-    at = Where(where.file, where.ypath + loc, key=on_key)
-    # Under a secret key (``credentials`` is one), a type error names the type, never the value.
-    secret = any(is_secret_key(str(p)) for p in loc)
-    shown = "a value (not shown)" if secret else _short(value)
-    if etype == "extra_forbidden":
-        name = str(loc[-1]) if loc else "?"
-        keys = known_keys(model, loc[:-1])
-        hint = did_you_mean(name, keys) or f"allowed keys here: {', '.join(keys)}"
-        return Problem(codes.UNKNOWN_KEY, f"unknown key '{visible(name)}'", hint, at.at_key())
-    if etype == "missing":
-        name = str(loc[-1]) if loc else "?"
-        parent = Where(where.file, where.ypath + loc[:-1])
-        hint = DIGEST_HINT if name == "digest" else f"add '{name}:' here"
-        return Problem(codes.MISSING_KEY, f"missing required key '{name}'", hint, parent)
+    if etype in _BY_TYPE:
+        return _BY_TYPE[etype](e)
     if etype in _OWN_MESSAGE:
         code, hint = _OWN_MESSAGE[etype]
-        return Problem(code, msg, hint, at)
-    if etype == "invalid-json-value":
-        what = "plain data (text, a number, true/false, a list or a mapping)"
-        return Problem(codes.WRONG_TYPE, f"expected {what}, got {shown}", _QUOTE_IT, at)
-    if etype == "path_unsafe":
-        return Problem(
-            codes.NOT_PATH_SAFE,
-            msg,
-            "use a name without '/', '..', NUL, white space or a leading '-'",
-            at.at_key() if on_key else at,
-        )
-    if etype == "name":
-        return Problem(codes.NOT_ALLOWED, msg, "", at.at_key() if on_key else at)
-    if etype in ("literal_error", "enum"):
-        expected = str(err.get("ctx", {}).get("expected", ""))
-        return Problem(
-            codes.NOT_ALLOWED, f"{shown} is not allowed here", f"use one of {expected}", at
-        )
-    if etype == "string_pattern_mismatch":
-        pattern = str(err.get("ctx", {}).get("pattern", ""))
-        hint = "write sha256:<64 lowercase hex digits>" if "sha256" in pattern else ""
-        if pattern == "^/":
-            hint = "write an absolute path, starting with '/'"
-        return Problem(codes.NOT_ALLOWED, f"{shown} has the wrong form", hint, at)
-    if etype == "value_error":
-        text = msg.removeprefix("Value error, ")
-        return Problem(codes.NOT_ALLOWED, text, "", at)
+        return Problem(code, e.msg, hint, e.at)
     if etype in _OUT_OF_RANGE:
-        return Problem(codes.NOT_ALLOWED, f"{shown}: {msg.lower()}", "", at)
+        return Problem(codes.NOT_ALLOWED, f"{e.shown}: {e.msg.lower()}", "", e.at)
     base = etype.split("_", 1)[0]
     want = _TYPE_NAMES.get(base, base)
-    return Problem(codes.WRONG_TYPE, f"expected {want}, got {shown}", _type_hint(etype, value), at)
+    return Problem(codes.WRONG_TYPE, f"expected {want}, got {e.shown}",
+                   _type_hint(etype, e.value), e.at)
 
 
 def problems_from(exc: ValidationError, model: type[BaseModel], where: Where) -> list[Problem]:

@@ -14,6 +14,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from compiler.core import forms
 from compiler.core.forms import JsonForm
+from compiler.core.names import POLICY_NAME_RE
 from compiler.core.types import Strict
 from compiler.model.datasets import Cache, Dataset
 from compiler.model.document import LANGUAGE_VERSION
@@ -24,12 +25,11 @@ from compiler.model.providers import Provider, Proxy
 from compiler.model.quotas import Quota
 from compiler.model.site import Site
 from compiler.model.volumes import Volume
-from compiler.policy.reader import NAME_RE
 
 # The ``policy:`` section as compiler/policy reads it (a hand reader, the truth; these
 # models only describe it, and tests/compiler/test_schema_agreement.py holds them to it).
 Text = Annotated[str, JsonForm(forms.non_blank_form)]
-PolicyName = Annotated[str, JsonForm(lambda: forms.policy_name_form(NAME_RE.pattern))]
+PolicyName = Annotated[str, JsonForm(lambda: forms.policy_name_form(POLICY_NAME_RE.pattern))]
 Selectors = Annotated[list[Text], Field(min_length=1)]
 ExpiryDate = Annotated[str, JsonForm(forms.policy_date_form)]
 _SELECTORS = "opcode selectors: names, globs (supply.*), category:X or risk:X"

@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ConfigDict, Field, model_validator
 
+from compiler.contract.vocabulary import EntryKind
 from compiler.core.forms import given, non_empty, unset
 from compiler.core.types import Amount, Name, SafeName, Strict
 
@@ -103,7 +104,9 @@ class Quota(Strict):
     @property
     def target(self) -> tuple[str, str]:
         """``("volume", name)`` or ``("pool", name)``."""
-        return ("volume", self.volume) if self.volume is not None else ("pool", self.pool or "")
+        if self.volume is not None:
+            return (EntryKind.VOLUME.value, self.volume)
+        return ("pool", self.pool or "")
 
     def grants(self) -> list[Grant]:
         """Every limit this item sets, the bulk forms expanded."""

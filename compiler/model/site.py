@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from compiler.contract.settings import PlanSettings, SettleWait, UnreviewedApply
+from compiler.contract.vocabulary import ConfigKind, ManagementLevel
 from compiler.core.types import (
     Attempts,
     Count,
@@ -19,21 +21,8 @@ from compiler.core.types import (
 from compiler.model.discovery import DiscoverySetting
 from compiler.model.hosts import SHORTHANDS, TopologyKey
 
-ManagementLevel = Literal["observe", "report", "correct", "correct-destructive"]
-EntryKind = Literal[
-    "host",
-    "instance",
-    "counter",
-    "host-group",
-    "license",
-    "storage-pool",
-    "dataset",
-    "dataset-copy",
-    "volume",
-    "volume-dir",
-    "job-dir",
-    "quota",
-]
+# The defaults are the contract's, the one place they are defined (docs/plan.md).
+_DEFAULT = PlanSettings()
 
 
 Fraction = Annotated[float, Field(ge=0, le=1)]
@@ -69,7 +58,7 @@ class Safety(Strict):
         "(default 10)",
         examples=[20],
     )
-    max_delete_fraction: dict[EntryKind | Literal["default"], Fraction] = Field(
+    max_delete_fraction: dict[ConfigKind | Literal["default"], Fraction] = Field(
         default_factory=dict,
         description="by entry kind or 'default': a plan that removes more than this fraction "
         "of the live entries is refused (default 0.3)",
@@ -94,14 +83,14 @@ class Settle(Strict):
     """The settle window (P8): after a provider's session changes (a controller restart, a
     proxy failover), orphan and never-joined removals resting on it wait."""
 
-    wait: Literal["window", "rejoin"] = Field(
-        default="window",
+    wait: SettleWait = Field(
+        default=_DEFAULT.settle.wait,
         description="window: wait the whole window; rejoin: wait until every worker the "
         "provider holds has reported again since, at most the window",
         examples=["rejoin"],
     )
     window: MinutesDuration = Field(
-        default=600,
+        default=_DEFAULT.settle.window,
         description="how long after the session began the removals wait (0: not at all)",
         examples=["10m"],
     )
@@ -159,18 +148,18 @@ class Site(Strict):
         default="", description="what the site is, for people", examples=["East campus HPC cluster"]
     )
     discovery: DiscoverySetting = Field(
-        default="report",
+        default=_DEFAULT.discovery.policy.value,
         description="what to do with a host that joins but no entry expects: a policy, or a "
         "mapping with name patterns, a group and counters",
         examples=["report", {"policy": "admit", "names": ["burst*"], "group": "burst"}],
     )
     join_deadline: MinutesDuration = Field(
-        default=1800,
+        default=_DEFAULT.join_deadline,
         description="how long an expected host may take to join before it is an orphan",
         examples=["30m"],
     )
     release_orphans: bool = Field(
-        default=True,
+        default=_DEFAULT.release_orphans,
         description="release provisioned instances whose host never joined by the deadline",
         examples=[True],
     )
@@ -194,7 +183,7 @@ class Site(Strict):
         description="the site's topology keys: the only keys a host group's topology may use",
         examples=[["rack", "switch", "block"]],
     )
-    management: dict[EntryKind, ManagementLevel] = Field(
+    management: dict[ConfigKind, ManagementLevel] = Field(
         default_factory=dict,
         description="how far the reconciler may act, by entry kind",
         examples=[{"volume-dir": "correct"}],
@@ -209,8 +198,8 @@ class Site(Strict):
         description="entry ids (fnmatch globs) that a plan never removes, even with --force",
         examples=[["volume/shared", "dataset/*"]],
     )
-    unreviewed_apply: Literal["refuse", "allow"] = Field(
-        default="refuse",
+    unreviewed_apply: UnreviewedApply = Field(
+        default=_DEFAULT.unreviewed_apply,
         description="xce-apply --reviewed with no reviewed plan for the config: refuse "
         "(exit 4), or allow: plan and apply it, saying so in the report",
         examples=["refuse"],

@@ -13,6 +13,7 @@ from typing import Any
 
 from compiler.contract.build_files import ALLOWLISTS
 from compiler.core.problems import Problems
+from compiler.core.times import format_date
 from compiler.policy import codes
 from compiler.policy.enforce import WaiverKey
 from compiler.policy.model import PROXY_ROLE, Catalog, Proxy, Waiver
@@ -60,7 +61,7 @@ def build_document(
                 "role": w.role.text,
                 "opcodes": ops,
                 "reason": w.reason,
-                "expires": w.expires.isoformat(),
+                "expires": format_date(w.expires),
             }
             for _, (w, ops) in sorted(waived.items())
         ],

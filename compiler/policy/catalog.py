@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from compiler.core.names import did_you_mean
+from compiler.core.names import POLICY_NAME_RE, did_you_mean
 from compiler.core.problems import Problems, Where
 from compiler.policy import codes
 from compiler.policy.model import Catalog, Category, Opcode, Risk
-from compiler.policy.reader import NAME_RE, Fields, read_document
+from compiler.policy.reader import Fields, read_document
 from compiler.source.yaml_source import SourceFile
 
 OPCODE_RE = re.compile(r"^[a-z][a-z0-9]*\.[a-z][a-z0-9-]*$")
@@ -64,56 +64,71 @@ def _categories(doc: Fields, problems: Problems) -> dict[str, Category]:
         return {}
     out: dict[str, Category] = {}
     for name, value in raw.items():
-        where = doc.at("categories").child(str(name))
-        if not isinstance(name, str) or not NAME_RE.match(name):
-            problems.error(
-                codes.BAD_NAME, f"invalid category name '{name}'", "use lowercase letters",
-                where.at_key(),
-            )
-            continue
-        f = Fields.of(
-            value,
-            where,
-            problems,
-            f"category '{name}'",
-            required=("ids",),
-            optional=("scope", "description"),
-        )
-        if f is None:
-            continue
-        ids = f.data.get("ids")
-        if not (
-            isinstance(ids, list)
-            and len(ids) == 2
-            and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
-            and 0 < ids[0] <= ids[1]
-        ):
-            if "ids" in f.data:
-                problems.error(
-                    codes.BAD_VALUE,
-                    "'ids' must be a range [low, high] of positive integers",
-                    "for example ids: [100, 199]",
-                    f.at("ids"),
-                )
-            continue
-        scope = f.string("scope")
-        if scope is not None and scope != "provider":
-            problems.error(
-                codes.BAD_VALUE, f"unknown scope '{scope}'", "the only scope is 'provider'",
-                f.at("scope"),
-            )
-        clash = next((c for c in out.values() if ids[0] <= c.high and c.low <= ids[1]), None)
-        if clash is not None:
-            problems.error(
-                codes.OPCODE_ID_OUT_OF_RANGE,
-                f"id range of category '{name}' overlaps '{clash.name}'",
-                "give each category its own range",
-                f.at("ids"),
-                also=(clash.where,),
-            )
-            continue
-        out[name] = Category(name, ids[0], ids[1], scope == "provider", where)
+        category = _category(name, value, doc.at("categories").child(str(name)), out, problems)
+        if category is not None:
+            out[category.name] = category
     return out
+
+
+def _category(name: object, value: Any, where: Where, earlier: dict[str, Category],
+              problems: Problems) -> Category | None:
+    """One category: a valid name, an id range that overlaps no earlier category's, a scope."""
+    if not isinstance(name, str) or not POLICY_NAME_RE.match(name):
+        problems.error(
+            codes.BAD_NAME, f"invalid category name '{name}'", "use lowercase letters",
+            where.at_key(),
+        )
+        return None
+    f = Fields.of(
+        value,
+        where,
+        problems,
+        f"category '{name}'",
+        required=("ids",),
+        optional=("scope", "description"),
+    )
+    if f is None:
+        return None
+    ids = _id_range(f, problems)
+    if ids is None:
+        return None
+    scope = f.string("scope")
+    if scope is not None and scope != "provider":
+        problems.error(
+            codes.BAD_VALUE, f"unknown scope '{scope}'", "the only scope is 'provider'",
+            f.at("scope"),
+        )
+    clash = next((c for c in earlier.values() if ids[0] <= c.high and c.low <= ids[1]), None)
+    if clash is not None:
+        problems.error(
+            codes.OPCODE_ID_OUT_OF_RANGE,
+            f"id range of category '{name}' overlaps '{clash.name}'",
+            "give each category its own range",
+            f.at("ids"),
+            also=(clash.where,),
+        )
+        return None
+    return Category(name, ids[0], ids[1], scope == "provider", where)
+
+
+def _id_range(f: Fields, problems: Problems) -> tuple[int, int] | None:
+    """A category's ``ids``: a range [low, high] of positive integers."""
+    ids = f.data.get("ids")
+    if (
+        isinstance(ids, list)
+        and len(ids) == 2
+        and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+        and 0 < ids[0] <= ids[1]
+    ):
+        return ids[0], ids[1]
+    if "ids" in f.data:
+        problems.error(
+            codes.BAD_VALUE,
+            "'ids' must be a range [low, high] of positive integers",
+            "for example ids: [100, 199]",
+            f.at("ids"),
+        )
+    return None
 
 
 def _opcode(

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import git
-
 from compiler import __version__
 from compiler.core import bundled
 from compiler.core import codes as site_codes
 from compiler.core.canonical import digest, dumps
+from compiler.core.git import work_tree_of
 from compiler.core.problems import Problems, Where
 from compiler.policy import codes
 from compiler.policy.allowlists import build_document
@@ -102,17 +101,6 @@ class PolicyBuild:
             return {"source": BUNDLED, "version": __version__, "files": files}
         path = Path(os.path.relpath(self.origin.folder, site_dir)).as_posix()
         return {"source": "folder", "path": path, "files": files}
-
-
-def work_tree_of(path: Path) -> Path | None:
-    """The top folder of the git work tree holding ``path`` (or, when it does not exist, its
-    nearest existing parent), if it is in one."""
-    existing = next((p for p in (path, *path.absolute().parents) if p.is_dir()), path)
-    try:
-        top = git.Repo(existing, search_parent_directories=True).working_tree_dir
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        return None
-    return Path(top) if top else None
 
 
 def choose_policies(

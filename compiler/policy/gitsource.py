@@ -1,7 +1,9 @@
 """Compiling the policies as they were at a git revision, straight from the object store.
 
-No checkout and no working-tree access: blobs are read from the commit's tree, so the
-review works in a shallow CI clone as long as both revisions' commits were fetched.
+No checkout and no working-tree access: blobs are read from the commit's tree
+(``compiler.source.git_tree``), so the review works in a shallow CI clone as long as both
+revisions' commits were fetched. Git itself is reached through ``compiler.core.git``; what
+is here is the policy review's: its repository and revision errors, and the compile.
 Site files are only parsed if they mention ``policy`` or ``proxies`` (a 100,000-host
 site-config is mostly host lists the policies never read). A revision without a policy
 folder compiles with the policies bundled with the installed package.
@@ -10,14 +12,13 @@ folder compiles with the policies bundled with the installed package.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import git
-from git.exc import BadName, BadObject, InvalidGitRepositoryError, NoSuchPathError
 
+from compiler.core.git import find_commit, is_shallow, repository, top, tree_at
 from compiler.core.problems import Problem, Problems, UserError
 from compiler.policy import codes
 from compiler.policy.compile import (
@@ -28,14 +29,8 @@ from compiler.policy.compile import (
     missing_file,
 )
 from compiler.policy.site import mentions_site_policy
-from compiler.source.yaml_source import (
-    SITE_POLICIES,
-    SourceFile,
-    display_path,
-    is_yaml_name,
-    load_bytes,
-    not_site_config,
-)
+from compiler.source.git_tree import yaml_blobs
+from compiler.source.yaml_source import SITE_POLICIES, SourceFile, display_path, load_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +46,9 @@ class RevisionBuild:
 
 
 def open_repo(path: Path | None) -> git.Repo:
-    try:
-        return git.Repo(path or Path.cwd(), search_parent_directories=path is None)
-    except (InvalidGitRepositoryError, NoSuchPathError):
+    """The repository ``--repo`` names, else the one holding the working folder."""
+    repo = repository(path or Path.cwd(), parents=path is None)
+    if repo is None:
         where = str(path or Path.cwd())
         raise UserError(
             [
@@ -63,24 +58,8 @@ def open_repo(path: Path | None) -> git.Repo:
                     "run inside the policy repository or pass --repo",
                 )
             ]
-        ) from None
-
-
-def find_commit(repo: git.Repo, rev: str) -> git.Commit | None:
-    """The commit ``rev`` names; None when the repository does not have it (not fetched),
-    or it names no commit (``HEAD:path``, ``@{-1}`` with no branch before). git reads the
-    revision, all of its syntax (GitPython's own reader fails inside on ``@{-1}``,
-    ``HEAD@{yesterday}``, ``HEAD:../x``); ``--end-of-options``: never an option."""
-    try:
-        sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
-        return repo.commit(sha.strip())
-    except (git.GitCommandError, BadName, BadObject, ValueError):
-        return None
-
-
-def is_shallow(repo: git.Repo) -> bool:
-    """A clone made with ``--depth``: older commits may be missing."""
-    return Path(repo.git_dir, "shallow").exists()
+        )
+    return repo
 
 
 def resolve_commit(repo: git.Repo, rev: str) -> git.Commit:
@@ -102,15 +81,15 @@ def inside(repo: git.Repo, path: str) -> str:
     absolute path inside its work tree is accepted too."""
     folder = Path(path)
     if folder.is_absolute():
-        top = Path(repo.working_tree_dir or repo.git_dir).resolve()
+        top_dir = top(repo).resolve()
         try:
-            folder = folder.resolve().relative_to(top)
+            folder = folder.resolve().relative_to(top_dir)
         except ValueError:
             raise UserError(
                 [
                     Problem(
                         codes.BAD_FOLDER,
-                        f"'{path}' is not inside the repository {top}",
+                        f"'{path}' is not inside the repository {top_dir}",
                         "give --policies and --site relative to the repository's top folder",
                     )
                 ]
@@ -118,41 +97,8 @@ def inside(repo: git.Repo, path: str) -> str:
     return PurePosixPath(folder.as_posix()).as_posix()
 
 
-def yaml_blobs(commit: git.Commit, folder: str, skip: str | None = None) -> dict[str, bytes]:
-    """Repository path -> bytes of every YAML file under ``folder``, by the folder loader's
-    rule (``not_site_config``: hidden files and folders, virtualenvs, and the folder
-    ``skip`` directly in it)."""
-    try:
-        tree = commit.tree if folder == "." else commit.tree / folder
-    except KeyError:
-        return {}
-    if not isinstance(tree, git.Tree):
-        return {}
-    out = {str(blob.path): blob.data_stream.read() for blob in _yaml_in(tree, skip, top=True)}
-    return dict(sorted(out.items()))
-
-
-def _yaml_in(tree: git.Tree, skip: str | None, top: bool) -> Iterator[git.Blob]:
-    """The YAML blobs below ``tree``, never entering a folder that is not site-config."""
-    yield from (blob for blob in tree.blobs if is_yaml_name(blob.name))
-    for sub in tree.trees:
-        if not not_site_config(sub.name, top, _holds(sub), skip):
-            yield from _yaml_in(sub, skip, top=False)
-
-
-def _holds(tree: git.Tree) -> Callable[[str], bool]:
-    return lambda name: f"{tree.path}/{name}" in tree
-
-
 def _join(folder: str, name: str) -> str:
     return name if folder == "." else f"{folder}/{name}"
-
-
-def _is_folder(commit: git.Commit, folder: str) -> bool:
-    try:
-        return isinstance(commit.tree / folder, git.Tree)
-    except KeyError:
-        return False
 
 
 def policy_blobs(commit: git.Commit, origin: PolicySource) -> dict[str, tuple[str, bytes | None]]:
@@ -187,7 +133,7 @@ def compile_at(
     site = inside(repo, site)
     given = None if policies is None else Path(inside(repo, policies))
     origin = choose_policies(
-        Path(site), Path("."), given, lambda folder: _is_folder(commit, folder.as_posix())
+        Path(site), Path("."), given, lambda folder: tree_at(commit, folder.as_posix()) is not None
     )
     files: dict[str, SourceFile] = {}
     for name, (path, data) in policy_blobs(commit, origin).items():

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.core.names import POLICY_NAME_RE
 from compiler.core.problems import Problems, Where
 from compiler.policy import codes
 from compiler.policy.model import Guardrail, Guardrails, Rule, WaiverLimits
-from compiler.policy.reader import NAME_RE, Fields, Ref, read_document
+from compiler.policy.reader import Fields, Ref, read_document
 from compiler.source.yaml_source import SourceFile
 
 RULE_KEYS = tuple(r.value for r in Rule)
@@ -67,7 +68,7 @@ def _guardrail(item: Any, where: Where, problems: Problems) -> Guardrail | None:
     )
     if f is None:
         return None
-    name = f.string("name", NAME_RE, "guardrail names are lowercase words joined by '-'")
+    name = f.string("name", POLICY_NAME_RE, "guardrail names are lowercase words joined by '-'")
     description = f.string("description") or ""
     opcodes = f.refs("opcodes")
     given = [r for r in Rule if f.has(r.value)]

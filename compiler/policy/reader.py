@@ -14,10 +14,9 @@ from typing import Any
 
 from compiler.core.names import did_you_mean
 from compiler.core.problems import Problems, Where
+from compiler.core.times import parse_date
 from compiler.policy import codes
 from compiler.source.yaml_source import SourceFile
-
-NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,23 +166,10 @@ class Fields:
         """A date written ``2027-06-30`` (YAML reads it as a date) or as that string."""
         if key not in self.data:
             return None
-        found = as_date(self.data[key])
+        found = parse_date(self.data[key])
         if found is None:
             self._wrong(key, "a date like 2027-06-30")
         return found
-
-
-def as_date(value: Any) -> datetime.date | None:
-    """``value`` as a date: one YAML read as a date (``2027-06-30``), or ISO 8601 text; None
-    for anything else. The one reading of a waiver's expiry, for policy and drift waivers."""
-    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
-        return value
-    if isinstance(value, str):
-        try:
-            return datetime.date.fromisoformat(value)
-        except ValueError:
-            return None
-    return None
 
 
 def read_document(

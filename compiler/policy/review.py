@@ -166,19 +166,30 @@ def _roles(
             yield Delta(Section.ROLE, role, "added", (), "new role", "new role")
         elif b is None:
             yield Delta(Section.ROLE, role, "removed", (), "role removed")
-        had = {o["name"] for o in a["opcodes"]} if a else set()
-        has = {o["name"] for o in b["opcodes"]} if b else set()
-        for op in sorted(has - had):
-            yield Delta(Section.ROLE, role, "gained", (op,), new.label(op), new.escalating(op))
-        for op in sorted(had - has):
-            yield Delta(Section.ROLE, role, "lost", (op,), old.label(op))
-        if a is None or b is None:
-            continue
-        was_denied, is_denied = set(a["denied"]), set(b["denied"])
-        for op in sorted(o for o in was_denied - is_denied if new.in_use(o)):
-            yield Delta(Section.ROLE, role, "deny-removed", (op,), new.label(op), "deny removed")
-        for op in sorted((is_denied - was_denied) & old.ops.keys()):
-            yield Delta(Section.ROLE, role, "deny-added", (op,), new.label(op))
+        yield from _role_grants(role, a, b, old, new)
+        if a is not None and b is not None:
+            yield from _role_denies(role, a, b, old, new)
+
+
+def _role_grants(role: str, a: Mapping[str, Any] | None, b: Mapping[str, Any] | None,
+                 old: _Catalog, new: _Catalog) -> Iterable[Delta]:
+    """The opcodes a role gained and lost (a new role gains all, a removed one loses all)."""
+    had = {o["name"] for o in a["opcodes"]} if a else set()
+    has = {o["name"] for o in b["opcodes"]} if b else set()
+    for op in sorted(has - had):
+        yield Delta(Section.ROLE, role, "gained", (op,), new.label(op), new.escalating(op))
+    for op in sorted(had - has):
+        yield Delta(Section.ROLE, role, "lost", (op,), old.label(op))
+
+
+def _role_denies(role: str, a: Mapping[str, Any], b: Mapping[str, Any],
+                 old: _Catalog, new: _Catalog) -> Iterable[Delta]:
+    """The denies a kept role lost (an escalation, for an opcode in use) and gained."""
+    was_denied, is_denied = set(a["denied"]), set(b["denied"])
+    for op in sorted(o for o in was_denied - is_denied if new.in_use(o)):
+        yield Delta(Section.ROLE, role, "deny-removed", (op,), new.label(op), "deny removed")
+    for op in sorted((is_denied - was_denied) & old.ops.keys()):
+        yield Delta(Section.ROLE, role, "deny-added", (op,), new.label(op))
 
 
 def _proxy_grants(entry: Mapping[str, Any] | None) -> set[tuple[str, str]]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.core.names import POLICY_NAME_RE
 from compiler.core.problems import Problems, Where
 from compiler.policy.model import RoleDef, RoleRule
-from compiler.policy.reader import NAME_RE, Fields, read_document
+from compiler.policy.reader import Fields, read_document
 from compiler.source.yaml_source import SourceFile
 
 ROLE_NAME_HINT = "role names are lowercase letters, digits and '-', e.g. node-manager"
@@ -34,7 +35,7 @@ def read_role(item: Any, where: Where, problems: Problems, *, from_site: bool) -
     )
     if f is None:
         return None
-    name = f.string("name", NAME_RE, ROLE_NAME_HINT)
+    name = f.string("name", POLICY_NAME_RE, ROLE_NAME_HINT)
     allow = f.refs("allow")
     deny = f.refs("deny")
     description = f.string("description") or ""

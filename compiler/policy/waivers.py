@@ -12,11 +12,12 @@ import datetime
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from compiler.core.names import did_you_mean
+from compiler.core.names import POLICY_NAME_RE, did_you_mean
 from compiler.core.problems import Problems, Where
+from compiler.core.times import days_left, format_date
 from compiler.policy import codes
 from compiler.policy.model import Guardrail, Waiver, WaiverLimits
-from compiler.policy.reader import NAME_RE, Fields
+from compiler.policy.reader import Fields
 
 
 def read_waiver(item: Any, where: Where, problems: Problems) -> Waiver | None:
@@ -29,7 +30,7 @@ def read_waiver(item: Any, where: Where, problems: Problems) -> Waiver | None:
     )
     if f is None:
         return None
-    name = f.string("name", NAME_RE, "waiver names are lowercase words joined by '-'")
+    name = f.string("name", POLICY_NAME_RE, "waiver names are lowercase words joined by '-'")
     guardrail = f.ref("guardrail")
     role = f.ref("role")
     opcodes = f.refs("opcodes")
@@ -91,13 +92,6 @@ def _waivable(w: Waiver, guardrails: Mapping[str, Guardrail], problems: Problems
     return True
 
 
-def days_left(expires: datetime.date, today: datetime.date) -> int | None:
-    """The days a waiver holds after ``today`` (0: today is its last day), None once it has
-    expired: the one expiry rule of policy waivers and drift waivers (docs/drift.md)."""
-    left = (expires - today).days
-    return None if left < 0 else left
-
-
 def _in_date(w: Waiver, limits: WaiverLimits, today: datetime.date, problems: Problems) -> bool:
     """Whether the waiver is unexpired and within the longest term allowed (reported if
     not); one close to its expiry is in force with a warning."""
@@ -105,7 +99,7 @@ def _in_date(w: Waiver, limits: WaiverLimits, today: datetime.date, problems: Pr
     if left is None:
         problems.error(
             codes.WAIVER_EXPIRED,
-            f"waiver '{w.name}' expired on {w.expires.isoformat()}",
+            f"waiver '{w.name}' expired on {format_date(w.expires)}",
             "remove the waiver and the grant it allowed, or renew it after review",
             w.expires_where,
         )
@@ -114,9 +108,9 @@ def _in_date(w: Waiver, limits: WaiverLimits, today: datetime.date, problems: Pr
     if w.expires > horizon:
         problems.error(
             codes.WAIVER_TOO_LONG,
-            f"waiver '{w.name}' expires {w.expires.isoformat()}, more "
+            f"waiver '{w.name}' expires {format_date(w.expires)}, more "
             f"than {limits.max_days} days from today",
-            f"set an expiry on or before {horizon.isoformat()}",
+            f"set an expiry on or before {format_date(horizon)}",
             w.expires_where,
         )
         return False

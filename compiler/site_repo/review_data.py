@@ -18,6 +18,7 @@ from typing import Any
 
 from compiler.compile import Compiled, compile_site, located
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import EntryKind
 from compiler.core.problems import Problem, Problems, Severity, UserError
 from compiler.core.units import format_size
 from compiler.policy.compile import (
@@ -170,8 +171,9 @@ def _size_or_count(entry: Entry, sized: bool) -> str:
 
 
 def _group_lines(entries: Mapping[str, Entry]) -> Iterator[str]:
-    per_group = Counter(e.attributes.get("group") for e in entries.values() if e.kind == "host")
-    for e in sorted((e for e in entries.values() if e.kind == "host-group"), key=_by_id):
+    per_group = Counter(e.attributes.get("group") for e in entries.values()
+                        if e.kind == EntryKind.HOST)
+    for e in sorted((e for e in entries.values() if e.kind == EntryKind.HOST_GROUP), key=_by_id):
         name = e.id.removeprefix("host-group/")
         hosts = e.attributes.get("hosts") or "no host"
         by = f", provisioned by {e.attributes['provider']}" if "provider" in e.attributes else ""
@@ -188,23 +190,45 @@ def _by_id(entry: Entry) -> str:
 def _supply_lines(entries: Mapping[str, Entry]) -> Iterator[str]:
     """Pools, non-host counters, datasets, volumes and quotas: one line per entry."""
     sized_pools = {e.id.removeprefix("storage-pool/") for e in entries.values()
-                   if e.kind == "storage-pool"}
+                   if e.kind == EntryKind.STORAGE_POOL}
     for e in sorted(entries.values(), key=_by_id):
-        if e.kind in ("storage-pool", "volume", "dataset", "dataset-copy"):
-            path = f" at {e.spec['path']}" if "path" in e.spec else ""
-            yield f"{e.id}: {_size_or_count(e, True)}{path} [{e.provider}]"
-        elif e.kind == "license":
-            borrow = f", borrows up to {e.spec['borrow_max']}" if e.spec.get("borrow_max") else ""
-            yield f"{e.id}: {e.amount} seats{borrow}"
-        elif e.kind == "counter" and not (e.location or "").startswith("host/"):
-            sized = e.id.startswith("counter/cache@") or (e.location or "").startswith("volume/")
-            yield f"{e.id}: {_size_or_count(e, sized)}"
-        elif e.kind == "volume-dir":
-            yield f"{e.id}: owner {e.spec.get('owner')}, mode {e.spec.get('mode')}"
-        elif e.kind == "quota":
-            target = (e.location or "").partition("/")[2]
-            sized = (e.location or "").startswith("volume/") or target in sized_pools
-            yield f"{e.id}: {_size_or_count(e, sized)} [{e.provider}]"
+        line = _supply_line(e, sized_pools)
+        if line is not None:
+            yield line
+
+
+def _supply_line(e: Entry, sized_pools: set[str]) -> str | None:
+    """An entry's line, by its kind; None for the kinds other lines show (hosts, groups)."""
+    if e.kind in (EntryKind.STORAGE_POOL, EntryKind.VOLUME, EntryKind.DATASET,
+                  EntryKind.DATASET_COPY):
+        path = f" at {e.spec['path']}" if "path" in e.spec else ""
+        return f"{e.id}: {_size_or_count(e, True)}{path} [{e.provider}]"
+    if e.kind == EntryKind.LICENSE:
+        borrow = f", borrows up to {e.spec['borrow_max']}" if e.spec.get("borrow_max") else ""
+        return f"{e.id}: {e.amount} seats{borrow}"
+    if e.kind == EntryKind.COUNTER:
+        return _counter_line(e)
+    if e.kind == EntryKind.VOLUME_DIR:
+        return f"{e.id}: owner {e.spec.get('owner')}, mode {e.spec.get('mode')}"
+    if e.kind == EntryKind.QUOTA:
+        return _quota_line(e, sized_pools)
+    return None
+
+
+def _counter_line(e: Entry) -> str | None:
+    """A shared counter's line (a cache's or a volume's counts bytes); None for a host's."""
+    location = e.location or ""
+    if location.startswith("host/"):
+        return None
+    sized = e.id.startswith("counter/cache@") or location.startswith("volume/")
+    return f"{e.id}: {_size_or_count(e, sized)}"
+
+
+def _quota_line(e: Entry, sized_pools: set[str]) -> str:
+    """A quota's line: bytes on a volume or a sized pool, else a count."""
+    location = e.location or ""
+    sized = location.startswith("volume/") or location.partition("/")[2] in sized_pools
+    return f"{e.id}: {_size_or_count(e, sized)} [{e.provider}]"
 
 
 def _flat(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, Any]]:
@@ -240,7 +264,7 @@ def map_summary(build: SiteBuild) -> str:
     out = [f"site {supply.site}: {len(entries)} entries, owner {supply.owner}"]
     out += [f"kind {k}: {n}" for k, n in sorted(Counter(e.kind for e in entries.values()).items())]
     held = Counter(e.provider for e in entries.values())
-    for name, binding in sorted(build.compiled.bindings["providers"].items()):
+    for name, binding in sorted(build.compiled.bindings.written.items()):
         out.append(f"provider {name} ({_served(binding)}): {held[name]} entries")
     out += _group_lines(entries)
     out += _supply_lines(entries)

@@ -3,7 +3,7 @@
 ``xce-plan --base REV`` compares the desired map it plans with the one of the base revision
 (a pull request's target branch). Nothing is checked out: the files are read from the
 commit's tree, the same files the folder loader reads (``yaml_source.not_site_config``,
-through ``gitsource.yaml_blobs``), so it works in any clone that holds the base commit.
+through ``git_tree.yaml_blobs``), so it works in any clone that holds the base commit.
 A base that does not compile is data here (its problems), never an exception.
 """
 
@@ -17,8 +17,10 @@ import git
 
 from compiler.compile import compile_files
 from compiler.contract.supply_map import SupplyMap
+from compiler.core.git import tree_at
 from compiler.core.problems import Problem, Problems
-from compiler.policy.gitsource import compile_at, yaml_blobs
+from compiler.policy.gitsource import compile_at
+from compiler.source.git_tree import yaml_blobs
 from compiler.source.yaml_source import SITE_POLICIES, Locator, SourceFile, load_bytes
 
 
@@ -55,13 +57,8 @@ def load_blobs(blobs: dict[str, bytes], problems: Problems) -> tuple[list[Source
 
 def same_tree(a: git.Commit, b: git.Commit, folder: str) -> bool:
     """``folder`` holds the same files in both commits (git's tree ids are equal)."""
-    def tree(commit: git.Commit) -> str | None:
-        try:
-            return str((commit.tree if folder == "." else commit.tree / folder).hexsha)
-        except KeyError:
-            return None
-
-    return tree(a) is not None and tree(a) == tree(b)
+    tree_a, tree_b = tree_at(a, folder), tree_at(b, folder)
+    return tree_a is not None and tree_b is not None and tree_a.hexsha == tree_b.hexsha
 
 
 def compile_site_at(repo: git.Repo, commit: git.Commit, folder: str, policies: str | None,

@@ -118,22 +118,30 @@ def _exact_depth(text: str) -> None:
     right under a mapping key ("-"), a one-pair mapping inside ``[...]`` (":")."""
     stack: list[str] = []
     for token in YAML(typ="safe", pure=True).scan(text):
-        kind = type(token)
-        top = stack[-1] if stack else ""
-        if (top == "-" and kind in _LIST_ENDS) or (top == ":" and kind in _PAIR_ENDS):
-            stack.pop()
-            top = stack[-1] if stack else ""
-        if kind in _OPENS:
-            stack.append(_OPENS[kind])
-        elif kind is tk.BlockEntryToken and top == "map":
-            stack.append("-")
-        elif kind in (tk.KeyToken, tk.ValueToken) and top == "[":
-            stack.append(":")
-        elif kind in _CLOSES and stack:
-            stack.pop()
+        _track(stack, type(token))
         if len(stack) > MAX_DEPTH:
             mark = token.start_mark
             raise TooDeep(mark.line, mark.column)
+
+
+def _track(stack: list[str], kind: type) -> None:
+    """One token on the stack of open collections: it first ends the implicit ones it ends
+    (a "-" list, a ":" pair), then opens or closes one of its own."""
+    if (_top(stack) == "-" and kind in _LIST_ENDS) or (_top(stack) == ":" and kind in _PAIR_ENDS):
+        stack.pop()
+    top = _top(stack)
+    if kind in _OPENS:
+        stack.append(_OPENS[kind])
+    elif kind is tk.BlockEntryToken and top == "map":
+        stack.append("-")
+    elif kind in (tk.KeyToken, tk.ValueToken) and top == "[":
+        stack.append(":")
+    elif kind in _CLOSES and stack:
+        stack.pop()
+
+
+def _top(stack: list[str]) -> str:
+    return stack[-1] if stack else ""
 
 
 @dataclass(frozen=True, slots=True)

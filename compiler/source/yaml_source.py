@@ -78,7 +78,7 @@ def not_site_config(name: str, top: bool, holds: Callable[[str], bool],
     ``policies/`` (``skip``, directly in the site folder: ``top``), and a Python virtualenv
     (``holds(VENV_MARKER)``), which an admin may well create in the site repository to
     install xce-gitops and which holds other projects' YAML. One rule for a folder on disk
-    and a tree of a git revision (compiler.policy.gitsource.yaml_blobs)."""
+    and a tree of a git revision (compiler.source.git_tree.yaml_blobs)."""
     return name.startswith(".") or (top and name == skip) or holds(VENV_MARKER)
 
 
@@ -399,6 +399,12 @@ def _explained(err: MarkedYAMLError, lines: list[str]) -> _Explained | None:
             "inside '…' write ''",
             start.line, start.column, ((line, col),),
         )
+    return _by_complaint(problem, context, start, lines, line, col)
+
+
+def _by_complaint(problem: str, context: str, start: Any, lines: list[str], line: int,
+                  col: int) -> _Explained | None:
+    """The mistakes that the parser's complaint names."""
     if problem.startswith("expected ','"):
         return _flow(problem, context, start, line, col)
     if problem == "mapping values are not allowed here":
@@ -408,10 +414,16 @@ def _explained(err: MarkedYAMLError, lines: list[str]) -> _Explained | None:
     if problem.startswith("expected <block end>") or "expected key" in problem:
         return _indentation(problem, context, start, line, col)
     if "cannot start any token" in problem:
-        char = text[col] if col < len(text) else "?"
-        return _Explained(f"a value cannot start with {char!r} unless it is quoted",
-                          f"quote the value: '{text[col:].strip()}'", line, col)
+        return _unquoted_start(lines, line, col)
     return None
+
+
+def _unquoted_start(lines: list[str], line: int, col: int) -> _Explained:
+    """A plain value that starts with a character YAML reserves (``@``, a backquote)."""
+    text = lines[line] if line < len(lines) else ""
+    char = text[col] if col < len(text) else "?"
+    return _Explained(f"a value cannot start with {char!r} unless it is quoted",
+                      f"quote the value: '{text[col:].strip()}'", line, col)
 
 
 def _flow(problem: str, context: str, start: Any, line: int, col: int) -> _Explained:

@@ -1,15 +1,14 @@
 """The journaled, locked, resumable apply (issue 5): a plan's actions become provider calls.
 
-``apply`` runs a saved plan, or plans and applies in one go; ``render`` shows the report.
+``apply`` runs a saved plan, or plans and applies in one go; ``reconciler.render.apply``
+shows the report.
 """
 
 from reconciler.apply.calls import RetryPolicy
 from reconciler.apply.report import ApplyReport, Outcome, Status
 from reconciler.apply.session import ApplyOptions, FreshPlan, apply
-from reconciler.render.apply import FORMATS, render, report_json
 
 __all__ = [
-    "FORMATS",
     "ApplyOptions",
     "ApplyReport",
     "FreshPlan",
@@ -17,6 +16,4 @@ __all__ = [
     "RetryPolicy",
     "Status",
     "apply",
-    "render",
-    "report_json",
 ]

@@ -76,19 +76,12 @@ def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
         return finish(Status.FAILED, 0, codes.NO_PROVIDER, err.message, err.code.value)
     planned = planned_op(op, action)
     request = request_for(action, op, ctx.epoch, ctx.owner, destroy=ctx.destroy)
-    failed = action.failed_attempt
-    if failed is not None:  # before the call: whoever sees the instance gone sees it counted
-        ctx.store.record_provision_failure(ctx.site, action.entry, failures=failed.attempt,
-                                           template=failed.template, instance=failed.instance)
+    _record_failed_provisioning(ctx, action)
     attempt = 0
     doubtful = False  # once any attempt may have done the op, it stays in doubt
     while True:
-        try:
-            ctx.check_lease()
-        except StateError as err:
-            stop = err.problems[0]
-            if isinstance(err, LockLost):
-                stop = codes.problem(codes.LOCK_LOST, stop.message, stop.subject)
+        stop = _lease_lost(ctx)
+        if stop is not None:
             again = " again" if attempt else ""  # an earlier attempt failed: in doubt
             return finish(Status.SKIPPED, attempt, codes.SKIP_STOPPED,
                           f"not run{again}: {stop.message}", stop=stop)
@@ -109,13 +102,39 @@ def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
         if failure.retryable and attempt <= ctx.retry.retries:
             time.sleep(ctx.retry.pause(attempt))
             continue
-        unknown = doubtful
         ctx.store.journal_finish(ctx.run_id, op,
-                                 OpStatus.RUNNING if unknown else OpStatus.FAILED, error=text)
-        tries = f" (after {attempt} attempts)" if attempt > 1 else ""
-        doubt = "; it may have been done, so it stays in doubt: the next run sends it " \
-            "again under the same op_id" if unknown else ""
-        return finish(Status.FAILED, attempt, codes.ACTION_FAILED, text + tries + doubt, code)
+                                 OpStatus.RUNNING if doubtful else OpStatus.FAILED, error=text)
+        return finish(Status.FAILED, attempt, codes.ACTION_FAILED,
+                      text + _failure_note(attempt, doubtful=doubtful), code)
+
+
+def _record_failed_provisioning(ctx: CallContext, action: Action) -> None:
+    """The release of an instance whose host never joined: its failed provisioning attempt,
+    recorded before the call, so whoever sees the instance gone sees it counted."""
+    failed = action.failed_attempt
+    if failed is not None:
+        ctx.store.record_provision_failure(ctx.site, action.entry, failures=failed.attempt,
+                                           template=failed.template, instance=failed.instance)
+
+
+def _lease_lost(ctx: CallContext) -> Problem | None:
+    """Why this runner must stop before the next attempt (its lease is gone), or None."""
+    try:
+        ctx.check_lease()
+    except StateError as err:
+        stop = err.problems[0]
+        if isinstance(err, LockLost):
+            stop = codes.problem(codes.LOCK_LOST, stop.message, stop.subject)
+        return stop
+    return None
+
+
+def _failure_note(attempt: int, *, doubtful: bool) -> str:
+    """What a failed action's message adds: how many attempts, and whether it is in doubt."""
+    tries = f" (after {attempt} attempts)" if attempt > 1 else ""
+    doubt = "; it may have been done, so it stays in doubt: the next run sends it " \
+        "again under the same op_id" if doubtful else ""
+    return tries + doubt
 
 
 def _warnings(reply: Reply) -> tuple[str, ...]:

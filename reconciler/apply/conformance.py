@@ -25,12 +25,12 @@ from compiler.core.problems import Problem, UserError
 from reconciler.apply import codes as apply_codes
 from reconciler.pipeline import Desired, Live, plan_for
 from reconciler.plan import codes
+from reconciler.plan.attempts import ProvisionAttempts
 from reconciler.plan.file import SavedPlan
 from reconciler.plan.model import Action, Plan
 from reconciler.plan.redact import redacted
 from reconciler.planner.guards import growth_still_accepted
 from reconciler.planner.kinds import DATA_KINDS
-from reconciler.state.store import ProvisionAttempts
 
 SHOWN = 50  # differing actions named one by one; the rest are counted
 _VALUE_CHARS = 80  # of a value quoted in a message

@@ -14,8 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from reconciler.apply.report import Outcome, Status
-from reconciler.render.apply import waiting_text
+from reconciler.apply.report import Outcome, Status, waiting_text
 
 
 class Sink(Protocol):

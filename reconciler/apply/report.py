@@ -9,10 +9,12 @@ so an apply that did all it planned is still not a full success (exit 1).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from compiler.cli.runner import EXIT_ERROR, EXIT_OK, EXIT_STALE
+from compiler.core.hostlist import fold_subjects
 from compiler.core.problems import Problem
 from reconciler.plan.model import Action, Note
 
@@ -102,3 +104,12 @@ class ApplyReport:
     def exit_code(self) -> int:
         return {"stale": EXIT_STALE, "failed": EXIT_ERROR,
                 "incomplete": EXIT_ERROR}.get(self.result, EXIT_OK)
+
+
+def waiting_text(outcomes: Sequence[Outcome]) -> str:
+    """``create host/gn[001-064], counter/gpu@host/gn[001-064]; update host-group/gpu``:
+    the entries per verb, folded as hostlists are."""
+    by_verb: dict[str, list[str]] = {}
+    for o in outcomes:
+        by_verb.setdefault(o.action.verb.value, []).append(o.action.entry)
+    return "; ".join(f"{verb} {fold_subjects(ids)}" for verb, ids in by_verb.items())

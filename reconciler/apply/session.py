@@ -15,11 +15,13 @@ import contextlib
 import secrets
 import time
 from collections.abc import Collection, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from compiler.core.problems import Problem, Severity, UserError
+from compiler.core.times import format_utc
 from reconciler.apply import codes
 from reconciler.apply.calls import CallContext, RetryPolicy, perform
 from reconciler.apply.conformance import check_conformance
@@ -37,7 +39,15 @@ from reconciler.plan.file import SavedPlan, stale_entries
 from reconciler.plan.model import Plan
 from reconciler.plan.signature import check_signature
 from reconciler.planner.settings import read_settings
-from reconciler.state import Holder, LockLost, OpStatus, RunStatus, StateStore, current_holder
+from reconciler.state import (
+    Holder,
+    LockLost,
+    OpStatus,
+    PlannedOp,
+    RunStatus,
+    StateStore,
+    current_holder,
+)
 from reconciler.state.heartbeat import Heartbeat
 from reconciler.state.runs import lock_name, run_prefix
 
@@ -84,7 +94,7 @@ def apply(desired: Desired, source: SavedPlan | FreshPlan, store: StateStore, wo
                         source=source.source, store=store.label)
     supply = desired.supply
     run = _Run(desired, store, workdir, options, sink or Silent(),
-               lock_name(supply.site or supply.owner), notices=list(desired.warnings))
+               lock_name(supply.site_key), notices=list(desired.warnings))
     if isinstance(source, SavedPlan) and source.plan.desired_digest != desired.digest:
         return _report(run, source.plan, None, stale=[codes.problem(
             codes.PLAN_FOR_OTHER_CONFIG, f"the plan was made for desired map "
@@ -133,7 +143,7 @@ def _fresh_plan(run: _Run, source: FreshPlan) -> Plan:
     if errors:
         raise UserError(errors)
     run.notices.extend(live.problems)
-    applied = run.store.get_applied(run.desired.supply.site) is not None
+    applied = run.store.get_applied(run.desired.supply.site_key) is not None
     return plan_for(run.desired, live, now=time.time(), targets=source.targets,
                     destroy=run.options.allow_destroy, force=source.force,
                     applied_before=applied, attempts=recorded_attempts(run.store, run.desired))
@@ -145,44 +155,25 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
     """Run ``plan``; a ``saved`` one is checked first (``_checked``)."""
     graph = Graph.of(plan.actions)
     supply = run.desired.supply
-    protected = read_settings(supply.settings, supply.owner).is_protected
-    gated = {a.id: g for a in plan.actions
-             if (g := gate(a, allow_destroy=allow_destroy, protected=protected)) is not None}
-    refusals = blocking(plan, {graph.actions[a].entry for a in gated})
-    if refusals:
-        raise UserError([codes.problem(codes.PLAN_BLOCKED, f"the plan has {len(refusals)} "
-                                       "guard error(s), so it is not applied", "plan",
-                                       "fix what they say, or plan again with --force where "
-                                       "that is intended"), *refusals])
+    gated = _gated(run, plan, graph, allow_destroy)
     digest = plan_digest(plan)
     done = run.store.done_op_ids(digest)
-    op_ids = {a.id: recovery.in_doubt.get(op_key(a)) or op_id(digest, a) for a in plan.actions}
+    op_ids = _op_ids(plan, recovery, digest)
     in_doubt = set(recovery.in_doubt.values())
     adopted = {op for op in op_ids.values() if op in in_doubt}
     todo = [a for a in plan.actions if op_ids[a.id] not in done]
     if saved is not None and todo:
-        settled = done | adopted  # this plan's own changes: never stale
-        ours = {a.entry for a in plan.actions if op_ids[a.id] in settled}
-        stale = _checked(run, saved, ours, first=not settled)
+        stale = _saved_stale(run, saved, op_ids, settled=done | adopted)
         if stale:
             return _report(run, plan, None, stale=stale, digest=digest)
-    run_id = f"{run_prefix(run.lock)}{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
-    run.store.start_run(run_id, digest, holder.name)
-    run.store.journal_add(run_id, [planned_op(op_ids[a.id], a) for a in todo])
+    run_id = _start_run(run, holder, digest, [planned_op(op_ids[a.id], a) for a in todo])
     if not partial:
         recovery.close_unneeded(run.store, adopted)
-    upfront: dict[str, Outcome] = {
-        a.id: Outcome(a, op_ids[a.id], Status.ALREADY_DONE)
-        for a in plan.actions if op_ids[a.id] in done
-    }
-    for action_id, (code, why) in gated.items():
-        upfront.setdefault(action_id, Outcome(graph.actions[action_id], op_ids[action_id],
-                                              Status.SKIPPED, code=code, message=why,
-                                              hint=codes.HINTS[code]))
+    upfront = _upfront(plan, graph, op_ids, done, gated)
     transports = Transports(run.desired.bindings, run.workdir)
     ctx = CallContext(run.store, run_id, run.epoch, supply.owner, transports,
                       run.options.retry, beat.check, destroy=allow_destroy,
-                      site=supply.site or supply.owner)
+                      site=supply.site_key)
     executor = Executor(graph, op_ids, lambda a: perform(ctx, graph.actions[a], op_ids[a]),
                         bound=run.options.parallelism,
                         settled=lambda o: _settled(run, run_id, executor, o))
@@ -198,12 +189,64 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
     return report
 
 
+def _gated(run: _Run, plan: Plan, graph: Graph, allow_destroy: bool) -> dict[str, tuple[str, str]]:
+    """The actions a gate holds back (action id → code, why); a plan whose guard errors
+    block it is refused whole (UserError)."""
+    supply = run.desired.supply
+    protected = read_settings(supply.settings, supply.owner).is_protected
+    gated = {a.id: g for a in plan.actions
+             if (g := gate(a, allow_destroy=allow_destroy, protected=protected)) is not None}
+    refusals = blocking(plan, {graph.actions[a].entry for a in gated})
+    if refusals:
+        raise UserError([codes.problem(codes.PLAN_BLOCKED, f"the plan has {len(refusals)} "
+                                       "guard error(s), so it is not applied", "plan",
+                                       "fix what they say, or plan again with --force where "
+                                       "that is intended"), *refusals])
+    return gated
+
+
+def _op_ids(plan: Plan, recovery: Recovery, digest: str) -> dict[str, str]:
+    """Each action's op_id: the one an earlier run left in doubt, else its own."""
+    return {a.id: recovery.in_doubt.get(op_key(a)) or op_id(digest, a) for a in plan.actions}
+
+
+def _saved_stale(run: _Run, saved: SavedPlan, op_ids: dict[str, str], *,
+                 settled: AbstractSet[str]) -> list[Problem]:
+    """A saved plan's stale entries (``_checked``); this plan's own changes (its ``settled``
+    ops: done, or adopted from doubt) are never stale."""
+    ours = {a.entry for a in saved.plan.actions if op_ids[a.id] in settled}
+    return _checked(run, saved, ours, first=not settled)
+
+
+def _start_run(run: _Run, holder: Holder, digest: str, ops: list[PlannedOp]) -> str:
+    """Open the run in the store, its ops journaled before any is sent; the run's id."""
+    stamp = format_utc(datetime.now(UTC), "stamp")
+    run_id = f"{run_prefix(run.lock)}{stamp}-{secrets.token_hex(4)}"
+    run.store.start_run(run_id, digest, holder.name)
+    run.store.journal_add(run_id, ops)
+    return run_id
+
+
+def _upfront(plan: Plan, graph: Graph, op_ids: dict[str, str], done: AbstractSet[str],
+             gated: dict[str, tuple[str, str]]) -> dict[str, Outcome]:
+    """The outcomes known before any call: actions done by an earlier run, gated ones."""
+    upfront: dict[str, Outcome] = {
+        a.id: Outcome(a, op_ids[a.id], Status.ALREADY_DONE)
+        for a in plan.actions if op_ids[a.id] in done
+    }
+    for action_id, (code, why) in gated.items():
+        upfront.setdefault(action_id, Outcome(graph.actions[action_id], op_ids[action_id],
+                                              Status.SKIPPED, code=code, message=why,
+                                              hint=codes.HINTS[code]))
+    return upfront
+
+
 def _finish(run: _Run, run_id: str, plan: Plan, report: ApplyReport, *, partial: bool) -> None:
     """Close the run and, unless it was stopped (the site may be another runner's now),
     forget the provisioning failures whose host joined since (``Plan.attempts_reset``);
     a complete apply of the whole config is the site's last applied one."""
     supply = run.desired.supply
-    site = supply.site or supply.owner
+    site = supply.site_key
     status = (RunStatus.INTERRUPTED if report.stopped is not None  # incomplete: succeeded
               else RunStatus.FAILED if report.result == "failed" else RunStatus.SUCCEEDED)
     run.store.finish_run(run_id, status)
@@ -233,7 +276,7 @@ def _checked(run: _Run, saved: SavedPlan, ours: Collection[str], *, first: bool)
         return stale
     supply = run.desired.supply
     check_conformance(saved, run.desired, live, planned_at=planned_at,
-                      applied_before=run.store.get_applied(supply.site) is not None,
+                      applied_before=run.store.get_applied(supply.site_key) is not None,
                       attempts=recorded_attempts(run.store, run.desired))
     return []
 

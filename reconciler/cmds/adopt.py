@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from compiler.cli.options import add_workdir
+from compiler.cli.options import add_desired, add_workdir
 from compiler.cli.runner import EXIT_OK, UsageParser, run_cli
 from compiler.contract.bindings import BindingError
+from compiler.contract.build_files import WORKDIR
 from compiler.contract.supply_map import Entry
 from compiler.core.names import did_you_mean
 from compiler.core.problems import Hints, UserError
@@ -58,10 +59,9 @@ class _Parser(UsageParser):
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--site", type=Path, default=Path("site-config"),
-                   help="site-config folder; the workdir defaults to <site>/.xce")
-    p.add_argument("--desired", type=Path, help="a compiled supply map (build/supply-map.json, "
-                   "with its bindings.json) instead of compiling the site")
-    add_workdir(p, "<site>/.xce")
+                   help=f"site-config folder; the workdir defaults to <site>/{WORKDIR}")
+    add_desired(p)
+    add_workdir(p)
     p.add_argument("provider", help="the provider whose root it is (a directory or "
                    "dataset-copy provider of the site)")
     p.add_argument("volume", nargs="?", help="for a directory provider: the volume whose root "
@@ -136,29 +136,34 @@ def _adopt_dir(desired: Desired, provider: Adoptable, name: str, target: str) ->
     return _dir_lines(name, adopted, wanted)
 
 
+def _adopt_root(desired: Desired, provider: Adoptable, name: str, kind: str,
+                volume: str | None) -> Adopted:
+    """Adopt the root of ``volume`` (a directory provider's; none: a dataset-copy
+    provider's one root), with the entry site-config binds to provider ``name``, if any."""
+    entry: dict[str, Any] | None = None
+    if kind == "directory" and volume is not None:
+        found = desired.supply.entries.get(f"volume/{volume}")
+        if found is not None and found.provider == name:
+            entry = found.to_json()
+    try:
+        return provider.adopt(volume, entry, desired.supply.owner or "")
+    except ProviderError as err:
+        code = NOTHING_TO_ADOPT if err.code is ErrorCode.INVALID_ARGUMENT else CANNOT_ADOPT
+        raise UserError([HINTS.problem(code, err.message, name)]) from None
+
+
 def _body(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     site = None if args.desired is not None else args.site
     desired = load_desired(site, args.desired)
     workdir = args.workdir if args.workdir is not None else default_workdir(site, args.desired)
     provider, kind = _provider(desired, args.provider, Path(workdir))
-    if (args.volume or "").startswith("volume-dir/"):
-        try:
-            sys.stdout.write(_adopt_dir(desired, provider, args.provider, args.volume))
-        finally:
-            provider.close()
-        return EXIT_OK
-    volume = (args.volume or "").removeprefix("volume/") or None
-    entry: dict[str, Any] | None = None
-    if kind == "directory" and volume is not None:
-        found = desired.supply.entries.get(f"volume/{volume}")
-        if found is not None and found.provider == args.provider:
-            entry = found.to_json()
     try:
-        adopted = provider.adopt(volume, entry, desired.supply.owner or "")
-    except ProviderError as err:
-        code = NOTHING_TO_ADOPT if err.code is ErrorCode.INVALID_ARGUMENT else CANNOT_ADOPT
-        raise UserError([HINTS.problem(code, err.message, args.provider)]) from None
+        if (args.volume or "").startswith("volume-dir/"):
+            sys.stdout.write(_adopt_dir(desired, provider, args.provider, args.volume))
+            return EXIT_OK
+        volume = (args.volume or "").removeprefix("volume/") or None
+        adopted = _adopt_root(desired, provider, args.provider, kind, volume)
     finally:
         provider.close()
     sys.stdout.write(_lines(args.provider, adopted))

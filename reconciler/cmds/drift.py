@@ -12,40 +12,26 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 
-from compiler.cli.options import add_workdir
+from compiler.cli.options import add_desired, add_format, add_live, add_state, add_workdir
 from compiler.cli.problem_render import render_text as render_problems
-from compiler.cli.runner import EXIT_CHANGES, EXIT_OK, UsageParser, run_cli
+from compiler.cli.runner import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, UsageParser, run_cli
 from compiler.cli.site_locate import FOUND_HELP as SITE_HELP
 from compiler.cli.site_locate import locate_site
 from compiler.contract.build_files import BUILD_DIR
+from compiler.contract.drift import CompiledDrift
 from compiler.core.file_io import write_atomic
 from compiler.core.gc_pause import gc_paused
 from compiler.core.problems import UserError
 from compiler.core.textstyle import Style
 from compiler.emit.output import compiler_output
-from reconciler.drift import codes, notify
-from reconciler.drift.detect import Fixer
-from reconciler.drift.report import make_report
-from reconciler.drift.rules import rules_of, site_drift
-from reconciler.live import LiveResult
-from reconciler.pipeline import (
-    STATE_FILE,
-    Desired,
-    Live,
-    checked_live,
-    default_workdir,
-    gather,
-    load_desired,
-    plan_for,
-    recorded_attempts,
-)
+from reconciler.drift import codes
+from reconciler.drift_use_case import DriftRequest, detect
+from reconciler.notify import notifier as notify
+from reconciler.pipeline import load_desired
 from reconciler.render.drift import FORMATS, SUFFIXES, Shown, Templates, format_of, site_templates
-from reconciler.state import StateStore, chosen_store, open_store
-from reconciler.state.urls import SqliteTarget, parse_target
 
 PROG = "xce-drift"
 
@@ -59,24 +45,39 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("site", nargs="?", type=Path, default=None,
                    help=f"site-config folder (default: {SITE_HELP}, unless --desired "
                    "is given)")
-    p.add_argument("--desired", type=Path, help="a compiled supply map (build/supply-map.json) "
-                   "instead of compiling the site")
-    p.add_argument("--live", type=Path, help="compare with a live-map snapshot file instead of "
-                   "asking the providers")
-    p.add_argument("--format", choices=FORMATS.names, default="text",
-                   help="what to print on stdout (default: text)")
+    add_desired(p)
+    add_live(p)
+    add_format(p, FORMATS.names, "the report on stdout")
     p.add_argument("--out", action="append", default=[], type=Path, metavar="FILE",
                    help="also write the report to FILE, in the format its suffix names "
                    f"({', '.join(SUFFIXES)}); may be given several times")
     p.add_argument("--templates", type=Path, metavar="DIR", help="templates that replace the "
                    "bundled ones (default: the site's templates/drift/ when it exists)")
-    add_workdir(p, "<site>/.xce")
-    p.add_argument("--state", metavar="PATH|URL", help="state store holding the drift ledger "
-                   f"(default: $XCE_STATE_URL, else <workdir>/{STATE_FILE})")
+    add_workdir(p)
+    add_state(p, " holding the drift ledger")
     p.add_argument("--no-record", action="store_true", help="do not write the drift ledger "
                    "(the store is still read, when there is one)")
-    notify.add_arguments(p)
+    p.add_argument("--notify", action="store_true", help="mail what is new, changed or "
+                   "resolved since the last notification (and the digest when due) as the "
+                   "site's drift.notify says")
+    p.add_argument("--dry-run", type=Path, metavar="DIR", help="with --notify: write the "
+                   "messages into DIR as .eml files instead of sending them (nothing is "
+                   "marked notified)")
     return p
+
+
+def _notifier(args: argparse.Namespace, drift: CompiledDrift) -> notify.Notifier:
+    """--notify (and --dry-run DIR), refused before anything is gathered when it cannot be."""
+    if args.dry_run is not None and not args.notify:
+        raise UserError([codes.problem(codes.USAGE, "--dry-run DIR goes with --notify",
+                                       hint="add --notify, or leave out --dry-run")])
+    if not args.notify:
+        return notify.Notifier()
+    if args.no_record:
+        raise UserError([codes.problem(
+            codes.USAGE, "--notify tells what the drift ledger has not told yet, so it "
+            "records the run: leave out --no-record")])
+    return notify.Notifier.of(drift, args.dry_run)
 
 
 def _outputs(paths: list[Path], desired: Path | None) -> list[tuple[Path, str]]:
@@ -95,34 +96,6 @@ def _outputs(paths: list[Path], desired: Path | None) -> list[tuple[Path, str]]:
             "never written over one", subject=str(p), hint=f"name another file, e.g. --out "
             f"{p.with_name(f'drift-report{p.suffix}')}") for p, why in compiled])
     return [(p, str(format_of(p))) for p in paths]
-
-
-def _ledger(state: str | None, workdir: Path,
-            record: bool) -> AbstractContextManager[StateStore | None]:
-    """The state store (created when recording); None when not recording and there is no
-    such SQLite file: a run that records nothing creates nothing either."""
-    default = workdir / STATE_FILE
-    chosen = chosen_store(state, default)
-    target = parse_target(chosen)
-    if not record and isinstance(target, SqliteTarget) and not target.path.exists():
-        return nullcontext(None)
-    return open_store(chosen, default)
-
-
-def _live(desired: Desired, workdir: Path, snapshot: Path | None,
-          store: StateStore | None) -> Live:
-    """The live map, its generations checked against the store but never recorded: the
-    drift ledger is this command's only write (docs/plan.md, "Providers that did not answer")."""
-    live = gather(desired, workdir, snapshot)
-    if store is None:
-        return live
-    return checked_live(desired, LiveResult(live.supply, live.problems), store, gathered=False)
-
-
-def _fixer(site: Path | None, desired_file: Path | None) -> Fixer:
-    if desired_file is not None:
-        return Fixer(("--desired", str(desired_file)))
-    return Fixer((str(site),))
 
 
 def _write(outputs: list[tuple[Path, str]], shown: Shown) -> None:
@@ -145,25 +118,21 @@ def _body(argv: list[str] | None) -> int:
     templates: Templates = site_templates(site, args.templates)
     templates.check({args.format, *(fmt for _, fmt in outputs)})
     desired = load_desired(site, args.desired)
-    drift = site_drift(desired.drift)
-    notifier = notify.Notifier.of(args, drift)
-    workdir = args.workdir or default_workdir(site, args.desired)
+    notifier = _notifier(args, desired.drift)
+    request = DriftRequest(site, args.desired, args.live, args.workdir, args.state,
+                           record=not args.no_record)
     at = datetime.fromtimestamp(time.time(), UTC)
-    with _ledger(args.state, workdir, record=not args.no_record) as store:
-        live = _live(desired, workdir, args.live, store)
-        applied = None if store is None else store.get_applied(desired.supply.site) is not None
-        plan = plan_for(desired, live, now=at.timestamp(), applied_before=applied,
-                        attempts=recorded_attempts(store, desired))
-        report = make_report(desired, live, plan, _fixer(site, args.desired), at=at,
-                             store=store, record=not args.no_record, rules=rules_of(drift))
-        notice = notifier.run(report, templates, store, at)
-    shown = Shown(report, templates)
+    found = detect(request, desired, notifier, templates, at)
+    sys.stderr.writelines(f"{line}\n" for line in found.notice.said)
+    shown = Shown(found.report, templates)
     _write(outputs, shown)
     sys.stdout.write(FORMATS.render(shown, args.format))
-    problems = [*desired.warnings, *report.problems, *notice.problems]
+    problems = [*desired.warnings, *found.report.problems, *found.notice.problems]
     if problems:
         sys.stderr.write(render_problems(problems, Style.for_stream(sys.stderr)))
-    return notice.exit_code(EXIT_CHANGES if report.has_drift else EXIT_OK)
+    if found.notice.failed:
+        return EXIT_ERROR
+    return EXIT_CHANGES if found.report.has_drift else EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:

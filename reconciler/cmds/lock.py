@@ -14,15 +14,16 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from compiler.cli.options import add_workdir
+from compiler.cli.options import add_format, add_state, add_workdir
 from compiler.cli.runner import EXIT_OK, UsageParser, run_cli
 from compiler.cli.site_locate import FOUND_HELP as SITE_HELP
 from compiler.cli.site_locate import require_site
+from compiler.contract.build_files import STATE_FILE, WORKDIR
 from compiler.core.canonical import dumps
 from compiler.core.problems import Problem, UserError
+from compiler.core.times import format_utc
 from reconciler.apply.codes import LOCK_IS_LIVE, LOCK_NOT_FOUND, USAGE
 from reconciler.apply.locking import dead_here
-from reconciler.pipeline import DEFAULT_WORKDIR, STATE_FILE
 from reconciler.state import ENV_URL, Lock, StateStore, open_store
 
 PROG = "xce-lock"
@@ -35,15 +36,13 @@ class _Parser(UsageParser):
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--site", type=Path,
-                   help=f"site-config folder; the workdir defaults to <site>/.xce (default: "
-                   f"{SITE_HELP})")
-    add_workdir(p, "<site>/.xce")
-    p.add_argument("--state", metavar="PATH|URL", help="state store (default: $XCE_STATE_URL, "
-                   "else <workdir>/state.sqlite)")
+                   help=f"site-config folder; the workdir defaults to <site>/{WORKDIR} "
+                   f"(default: {SITE_HELP})")
+    add_workdir(p)
+    add_state(p, " holding the apply locks")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     listing = sub.add_parser("list", help="the locks and who holds them")
-    listing.add_argument("--format", choices=("text", "json"), default="text",
-                         help="text for people, json for tools (default: text)")
+    add_format(listing, ("text", "json"), "the locks")
     release = sub.add_parser("release", help="release a lock whose runner is gone")
     release.add_argument("name", help="the lock's name, e.g. apply/hpc-east")
     release.add_argument("--force", action="store_true",
@@ -60,8 +59,8 @@ def state_of(lock: Lock, now: datetime) -> str:
 
 def _lock_json(lock: Lock, now: datetime) -> dict[str, object]:
     return {"name": lock.name, "holder": lock.holder, "host": lock.host, "job_id": lock.job_id,
-            "acquired": lock.acquired.isoformat(timespec="seconds"),
-            "expires": lock.expires.isoformat(timespec="seconds"), "state": state_of(lock, now)}
+            "acquired": format_utc(lock.acquired, "offset"),
+            "expires": format_utc(lock.expires, "offset"), "state": state_of(lock, now)}
 
 
 def render_list(locks: Sequence[Lock], fmt: str, now: datetime) -> str:
@@ -89,7 +88,7 @@ def release(store: StateStore, name: str, force: bool, now: datetime) -> Lock:
         job = f", CI job {lock.job_id}" if lock.job_id else ""
         raise UserError([Problem(
             LOCK_IS_LIVE, f"lock {name!r} is held by {lock.holder} (host {lock.host}{job}) "
-            f"with a lease until {lock.expires.isoformat(timespec='seconds')}",
+            f"with a lease until {format_utc(lock.expires, 'offset')}",
             "make sure that runner is gone (its apply may still be running), then run "
             f"xce-lock release --force {name}", subject=name)])
     if force:
@@ -105,10 +104,10 @@ def _default_store(args: argparse.Namespace) -> Path:
     if args.workdir is not None:
         return Path(args.workdir) / STATE_FILE
     if args.state or os.environ.get(ENV_URL):
-        return Path(DEFAULT_WORKDIR, STATE_FILE)  # not opened: the store is named
+        return Path(WORKDIR, STATE_FILE)  # not opened: the store is named
     site = require_site(args.site, hint="run it in the site's folder, or pass --site, "
                         "--workdir or --state")
-    return site / DEFAULT_WORKDIR / STATE_FILE
+    return site / WORKDIR / STATE_FILE
 
 
 def _body(argv: list[str] | None) -> int:

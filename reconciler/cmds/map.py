@@ -15,21 +15,35 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from compiler.cli.options import add_workdir
+from compiler.cli.options import add_format, add_workdir
 from compiler.cli.runner import EXIT_OK, UsageParser, run_cli
 from compiler.cli.site_locate import FOUND_HELP as SITE_HELP
 from compiler.cli.site_locate import require_site
+from compiler.contract.build_files import WORKDIR
 from compiler.contract.provider_params import ControllerMapParams
+from compiler.contract.vocabulary import EntryKind
 from compiler.core.canonical import dumps
 from compiler.core.hostlist import HostlistError, expand
 from compiler.core.names import did_you_mean, path_unsafe_reason
-from compiler.core.problems import Hints, Problem, UserError
-from compiler.core.units import format_utc
+from compiler.core.problems import Problem, UserError
+from compiler.core.times import format_utc, parse_instant
 from reconciler.protocol import ErrorCode, ProviderError
+from reconciler.providers.controller_map.codes import (
+    BAD_TIME,
+    HINTS,
+    HOST_CODES,
+    JOB_CODES,
+    JOB_USER,
+    MAP_BUSY,
+    MAP_UNUSABLE,
+    NOT_A_HOSTLIST,
+    NOT_A_JOB,
+    UNKNOWN_KIND,
+    USAGE,
+)
 from reconciler.providers.controller_map.entries import HELD_KINDS
 from reconciler.providers.controller_map.jobs import JOB_KIND, JobEvent, is_job_id, record_jobs
 from reconciler.providers.controller_map.lifecycle import REPORTER_EVENTS, REPORTING, Event
@@ -46,35 +60,6 @@ from reconciler.providers.controller_map.store import MapStore, decode_docs
 
 PROG = "xce-map"
 SHOWN = 20  # per-entry lines printed before the rest is summed up
-NOTHING = "nothing in this batch was recorded"
-
-# the problem codes (docs/errors.md "Controller map"), named once
-JOB_REFUSED = "XCE720"
-UNKNOWN_JOB = "XCE721"
-NOT_A_JOB = "XCE722"
-JOB_USER = "XCE723"
-MAP_UNUSABLE = "XCE730"
-MAP_BUSY = "XCE731"
-NOT_A_HOSTLIST = "XCE732"
-EVENT_REFUSED = "XCE733"
-UNKNOWN_HOST = "XCE734"
-BAD_TIME = "XCE735"
-UNKNOWN_KIND = "XCE736"
-USAGE = "XCE737"
-
-HINTS = Hints({
-    JOB_REFUSED: NOTHING,
-    UNKNOWN_JOB: NOTHING,
-    JOB_USER: NOTHING,
-    NOT_A_JOB: "a job id is the scheduler's job number, decimal digits (1234); "
-               "an array element's state is its job's: write 1234 for 1234[7]",
-    MAP_BUSY: "try again when the other writer is done",
-    EVENT_REFUSED: NOTHING,
-    UNKNOWN_HOST: f"report join first to add it; {NOTHING}",
-    BAD_TIME: "write it like 2026-11-29T09:40:00Z",
-})
-HOST_CODES = {Cause.UNKNOWN: UNKNOWN_HOST, Cause.STATE: EVENT_REFUSED}
-JOB_CODES = {Cause.UNKNOWN: UNKNOWN_JOB, Cause.STATE: JOB_REFUSED, Cause.USER: JOB_USER}
 
 
 class _Parser(UsageParser):
@@ -88,9 +73,9 @@ def _at(parser: argparse.ArgumentParser) -> None:
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--site", type=Path,
-                   help=f"site-config folder; the workdir defaults to <site>/.xce (default: "
-                   f"{SITE_HELP})")
-    add_workdir(p, "<site>/.xce")
+                   help=f"site-config folder; the workdir defaults to <site>/{WORKDIR} "
+                   f"(default: {SITE_HELP})")
+    add_workdir(p)
     p.add_argument("--provider", default="controller",
                    help="the controller-map provider's name (default: controller)")
     p.add_argument("--db", type=Path,
@@ -114,8 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     _at(restart)
     show = sub.add_parser("show", help="print the entries of the map")
     show.add_argument("--kind", help=f"only entries of this kind ({', '.join(HELD_KINDS)})")
-    show.add_argument("--format", choices=("text", "json"), default="text",
-                      help="text for people, json for tools (default: text)")
+    add_format(show, ("text", "json"), "the entries")
     return p
 
 
@@ -124,7 +108,7 @@ def _db_path(args: argparse.Namespace) -> Path:
         return Path(args.db)
     # a site that is not there is refused: a map made for it is one nothing plans from
     workdir = args.workdir if args.workdir is not None else require_site(
-        args.site, hint="run it in the site's folder, or pass --site, --workdir or --db") / ".xce"
+        args.site, hint="run it in the site's folder, or pass --site, --workdir or --db") / WORKDIR
     return map_path(args.provider, ControllerMapParams.model_validate({}), Path(workdir))
 
 
@@ -174,12 +158,10 @@ def _instant(text: str | None) -> float:
     if text is None:
         return time.time()
     try:
-        moment = datetime.fromisoformat(text)
+        moment = parse_instant(text)
     except ValueError:
         message = f"--at {text!r} is not an ISO 8601 time"
         raise UserError([HINTS.problem(BAD_TIME, message, PROG)]) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
 
 
@@ -246,7 +228,7 @@ def _report(args: argparse.Namespace, path: Path) -> int:
     event = Event(args.event)
     hosts, at = _hosts(args.hosts), _instant(args.at)
     return _recorded(path, event, lambda store: record(store, event, hosts, at, args.provider),
-                     HOST_CODES, "host", _host_line)
+                     HOST_CODES, EntryKind.HOST, _host_line)
 
 
 def _job(args: argparse.Namespace, path: Path) -> int:
@@ -254,7 +236,7 @@ def _job(args: argparse.Namespace, path: Path) -> int:
     jobs, user, at = _jobs(args.jobs), _user(args.user), _instant(args.at)
     return _recorded(path, event, lambda store: record_jobs(store, event, jobs, at, args.provider,
                                                             user=user),
-                     JOB_CODES, "job", _job_line)
+                     JOB_CODES, EntryKind.JOB, _job_line)
 
 
 def _restart(args: argparse.Namespace, path: Path) -> int:
@@ -262,7 +244,7 @@ def _restart(args: argparse.Namespace, path: Path) -> int:
     at = _instant(args.at)
     with _opened(path, create=False) as store, store.change() as tx:
         before, after = tx.session(), tx.new_session(at)
-        hosts = tx.count_states("host", REPORTING)
+        hosts = tx.count_states(EntryKind.HOST.value, REPORTING)
     sys.stdout.write(
         f"controller map {args.provider}: new session {after.id} since {_utc(after.since)} "
         f"(was {before.id} since {_utc(before.since)})\n"

@@ -13,7 +13,8 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 
-from compiler.cli.problem_render import problem_to_json, render_text
+from compiler.cli.options import add_format
+from compiler.cli.problem_render import render_text
 from compiler.cli.runner import EXIT_OK, UsageParser, run_cli
 from compiler.core.canonical import dumps
 from compiler.core.file_io import TEXT_CAP, Refused, read_input, too_large
@@ -93,8 +94,7 @@ def parser() -> argparse.ArgumentParser:
                    help="the forge (default: the CI this job runs in)")
     c.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"how long to wait for each answer (default: {DEFAULT_TIMEOUT:g})")
-    c.add_argument("--format", choices=("text", "json"), default="text",
-                   help="text for people, json for tools (default: text)")
+    add_format(c, ("text", "json"), "what was posted")
     return p
 
 
@@ -153,7 +153,7 @@ def _report(posted: Posted, body: Body, forge: Forge, args: argparse.Namespace) 
             "action": action, "forge": forge.label.lower(), "pull": posted.pull,
             "marker": args.marker, "comment": {"id": posted.comment.id,
                                                "url": posted.comment.url},
-            "left_out": body.left_out, "problems": [problem_to_json(w) for w in warnings],
+            "left_out": body.left_out, "problems": [w.to_json() for w in warnings],
         }).decode())
     else:
         sys.stdout.write(f"{action.capitalize()} comment {posted.comment.url}\n")

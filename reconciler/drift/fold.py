@@ -19,9 +19,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from compiler.cli.problem_render import fold_subjects, generic
+from compiler.cli.problem_render import generic
 from compiler.core.canonical import dumps_compact
-from compiler.core.hostlist import compress
+from compiler.core.hostlist import compress, fold_subjects
 from compiler.core.units import DURATION_TEXT_PATTERN, duration_seconds, duration_text
 from reconciler.drift.model import Category, FieldDiff, Finding
 

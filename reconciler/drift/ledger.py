@@ -15,8 +15,8 @@ from dataclasses import replace
 from typing import Any
 
 from compiler.core.canonical import digest_of, dumps_compact
+from compiler.core.text_limits import TEXT_LIMIT, shorten
 from reconciler.drift.model import Category, Changed, FieldDiff, Finding, SinceLast
-from reconciler.render.common import TEXT_LIMIT, shorten
 from reconciler.state.store import DriftEntry, DriftPending, DriftSeen
 
 KEPT_VALUE_CHARS = 2000  # a longer value is kept in the ledger as its shortened JSON text

@@ -16,7 +16,8 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from compiler.core.problems import Problem
-from compiler.core.units import age_text
+from compiler.core.times import format_utc, parse_instant
+from compiler.core.units import duration_text
 
 FORMAT_VERSION = 1  # of the JSON rendering (docs/drift.md, "JSON")
 
@@ -223,7 +224,7 @@ class DriftReport:
         when not known."""
         if finding.since is None:
             return ""
-        return age_text((self.at - finding.since).total_seconds())
+        return duration_text((self.at - finding.since).total_seconds(), "words")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -233,7 +234,7 @@ class DriftReport:
             "findings": [f.to_json() for f in self.findings],
             "ignored": [f.to_json() for f in self.ignored],
             "since_last": None if self.since_last is None else self.since_last.to_json(),
-            "problems": [_problem_json(p) for p in self.problems],
+            "problems": [p.to_json(place=False) for p in self.problems],
         }
 
 
@@ -259,15 +260,10 @@ def group_by_kind(findings: Iterable[Finding]) -> tuple[KindGroup, ...]:
     )
 
 
-def _problem_json(p: Problem) -> dict[str, Any]:
-    return {"code": p.code, "severity": p.severity.value, "subject": p.subject,
-            "message": p.message, "hint": p.hint}
-
-
 def _iso(at: datetime | None) -> str | None:
-    return None if at is None else at.isoformat(timespec="seconds")
+    return None if at is None else format_utc(at, "offset")
 
 
 def _from_iso(text: object) -> datetime | None:
-    return datetime.fromisoformat(text) if isinstance(text, str) else None
+    return parse_instant(text) if isinstance(text, str) else None
 

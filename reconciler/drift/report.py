@@ -20,7 +20,7 @@ from reconciler.drift.model import DriftReport
 from reconciler.drift.screen import Rule, screen
 from reconciler.pipeline import Desired, Live
 from reconciler.plan.model import Plan
-from reconciler.state.store import StateStore
+from reconciler.state import StateStore
 
 
 def _redacted(p: Problem, redact: Redactor) -> Problem:
@@ -35,7 +35,7 @@ def make_report(desired: Desired, live: Live, plan: Plan, fixer: detect.Fixer, *
     redact = desired.bindings.redactor()
     found = detect.findings(plan, desired.supply, live.supply, fixer, redact)
     screened = screen(found, rules, at)
-    site = desired.supply.site or desired.supply.owner
+    site = desired.supply.site_key
     report = DriftReport(
         site, at, screened.kept, desired.supply.revision, screened.ignored,
         problems=tuple(_redacted(p, redact) for p in (*live.problems, *plan.problems)))

@@ -1,7 +1,7 @@
 """The site's ignore rules and waivers as ``screen.Rule``s (docs/drift.md, "Ignore rules").
 
-The compiler writes them to ``build/drift.json`` (``compiler.model.drift.CompiledDrift``);
-``Desired.drift`` holds that document, read here through the same models. A rule matches
+The compiler writes them to ``build/drift.json`` (``compiler.contract.drift.CompiledDrift``);
+``Desired.drift`` holds that document as read through the same models. A rule matches
 a finding when every key it names does: the entry id by glob (fnmatch, case-sensitive,
 ``*`` spans ``/``), the kind and the provider exactly, and ``field`` when a field the
 finding differs in matches its glob. A rule with ``field`` takes only those fields: the
@@ -16,32 +16,14 @@ its waiver expires it is new to the ledger and mailed as news.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
-from typing import Any
 
-from pydantic import ValidationError
-
-from compiler.core.problems import UserError
-from compiler.model.drift import CompiledDrift, CompiledIgnore, CompiledWaiver, Match
-from compiler.policy.waivers import days_left
+from compiler.contract.drift import CompiledDrift, CompiledIgnore, CompiledWaiver, Match
+from compiler.core.times import days_left, format_date
 from reconciler.drift.model import Category, Finding
 from reconciler.drift.screen import Rule, Verdict
-from reconciler.pipeline import DRIFT_FILE, HINTS, NOT_COMPILED
-
-
-def site_drift(doc: Mapping[str, Any]) -> CompiledDrift:
-    """The site's drift settings from ``Desired.drift`` (an empty one: none written)."""
-    try:
-        return CompiledDrift.model_validate(doc)
-    except ValidationError as err:
-        first = err.errors(include_url=False)[0]
-        place = ".".join(str(p) for p in first["loc"])
-        raise UserError([HINTS.problem(
-            NOT_COMPILED, f"the drift settings are not as xce-compile writes them: {place}: "
-            f"{first['msg']}", DRIFT_FILE)]) from None
 
 
 def matches(rule: Match, finding: Finding) -> bool:
@@ -92,9 +74,9 @@ class Waivers:
             return None
         w = found[0]
         if days_left(w.expires, at.astimezone(UTC).date()) is None:
-            return Verdict(False, f"waiver expired on {w.expires.isoformat()} (owner {w.owner}, "
+            return Verdict(False, f"waiver expired on {format_date(w.expires)} (owner {w.owner}, "
                            f"{w.where}): {w.reason}")
-        return Verdict(True, f"waived until {w.expires.isoformat()} by {w.owner} ({w.where}): "
+        return Verdict(True, f"waived until {format_date(w.expires)} by {w.owner} ({w.where}): "
                        f"{w.reason}", taken(w, finding))
 
 

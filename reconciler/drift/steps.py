@@ -14,6 +14,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from compiler.contract.vocabulary import EntryKind
 from reconciler.drift.model import Category
 
 FIX_PLAN = "drift-fix.plan"  # the plan file a fix or step command saves and applies
@@ -28,7 +29,7 @@ class _Step:
     ``{provider}``, ``{site}`` (the site as the command line gave it) and ``{plan}``."""
 
     category: Category | None
-    kind: str | None
+    kind: EntryKind | None
     reason: re.Pattern[str]
     text: str
 
@@ -37,22 +38,22 @@ class _Step:
                 and (self.kind is None or self.kind == kind) and bool(self.reason.search(reason)))
 
 
-def _step(category: Category | None, kind: str | None, reason: str, text: str) -> _Step:
+def _step(category: Category | None, kind: EntryKind | None, reason: str, text: str) -> _Step:
     return _Step(category, kind, re.compile(reason), text)
 
 
 ORPHAN, NOT_CORR, UNKNOWN = Category.ORPHAN, Category.NOT_CORRECTED, Category.UNKNOWN
 STEPS = (
-    _step(ORPHAN, "host", r"^never joined", "check how {name} is provisioned (is it up, does its "
-          "node manager reach the controller? on the embedded map: `xce-map report join "
-          "{name}`); give it longer with `join_deadline` (site.yaml, or its group's), or "
-          + _CONFIG),
-    _step(NOT_CORR, "host", r"^lost:", "check {name} (power, network, its node manager); "
-          "once it is back it rejoins (on the embedded map: `xce-map report join {name}`, "
-          "then `xce-map report available {name}`), or " + _CONFIG),
-    _step(NOT_CORR, "host", r"although in config",
+    _step(ORPHAN, EntryKind.HOST, r"^never joined", "check how {name} is provisioned (is it "
+          "up, does its node manager reach the controller? on the embedded map: `xce-map "
+          "report join {name}`); give it longer with `join_deadline` (site.yaml, or its "
+          "group's), or " + _CONFIG),
+    _step(NOT_CORR, EntryKind.HOST, r"^lost:", "check {name} (power, network, its node "
+          "manager); once it is back it rejoins (on the embedded map: `xce-map report join "
+          "{name}`, then `xce-map report available {name}`), or " + _CONFIG),
+    _step(NOT_CORR, EntryKind.HOST, r"although in config",
           "undrain {name} in the scheduler, or " + _CONFIG),
-    _step(NOT_CORR, "instance", r"^lost:", "check the instance {name} at provider "
+    _step(NOT_CORR, EntryKind.INSTANCE, r"^lost:", "check the instance {name} at provider "
           "{provider}; if it is gone for good, remove its host from the config"),
     _step(None, None, r"needs the destroy permission \(--destroy\)", _KEEP + "; or remove "
           "it with its data: `xce-plan {site} --destroy --target {id} --out {plan} && "
@@ -61,13 +62,13 @@ STEPS = (
           "`site.management.{kind}: correct-destructive`"),
     _step(None, None, r"\(management of [\w-]+: report\)", "correct it by hand, or let "
           "xce-apply correct it: set `site.management.{kind}: correct`"),
-    _step(ORPHAN, "instance", r"shared cloud account", "adopt it: add its host to the config; or "
-          "delete the instance at provider {provider} by hand (xce-apply never removes it "
-          "from a shared account)"),
-    _step(ORPHAN, "host", r"\(discovered\)", "add {name} to the config to keep it, or set "
-          "`site.discovery` to admit or reject such hosts"),
-    _step(ORPHAN, "job-dir", r"retention orphans: report", "delete it by hand, or set "
-          "`orphans: remove` in the volume's `retention` to evict such directories"),
+    _step(ORPHAN, EntryKind.INSTANCE, r"shared cloud account", "adopt it: add its host to "
+          "the config; or delete the instance at provider {provider} by hand (xce-apply never "
+          "removes it from a shared account)"),
+    _step(ORPHAN, EntryKind.HOST, r"\(discovered\)", "add {name} to the config to keep it, "
+          "or set `site.discovery` to admit or reject such hosts"),
+    _step(ORPHAN, EntryKind.JOB_DIR, r"retention orphans: report", "delete it by hand, or "
+          "set `orphans: remove` in the volume's `retention` to evict such directories"),
     _step(NOT_CORR, None, r"^reported by provider", "move it by hand to the provider the config "
           "binds it to, or bind it in the config to the provider that reports it"),
     _step(NOT_CORR, None, r"gave up after", "fix the template, then change `template` or raise "

@@ -21,6 +21,7 @@ from compiler.contract.entry import entry_errors
 from compiler.contract.supply_map import Entry, Session, SupplyMap
 from compiler.core.names import shown
 from compiler.core.problems import Problem, Severity
+from compiler.core.text_limits import TEXT_LIMIT, shorten
 from reconciler.live.codes import (
     BAD_BINDING,
     BAD_BINDINGS,
@@ -35,7 +36,6 @@ from reconciler.live.codes import (
 )
 from reconciler.protocol import ErrorCode, ProviderError, Request, inventory_session
 from reconciler.providers.registry import open_bound
-from reconciler.render.common import TEXT_LIMIT, shorten
 from reconciler.transports import Transport
 
 _BY_CODE = {
@@ -220,31 +220,44 @@ def gather_live(
 def _gathered(bindings: Bindings, workdir: Path, owner: str, max_workers: int,
               only: Collection[str] | None) -> LiveResult:
     providers = bindings.names
+    asked = sorted(n for n in providers if only is None or n in only)
+    reports = _ask_all(asked, bindings, workdir, owner, max_workers)
     problems: list[Problem] = [
         HINTS.problem(NOT_BOUND, f"provider '{name}' is not bound", name)
         for name in sorted(set(only or ()) - set(providers))
     ]
-    asked = sorted(n for n in providers if only is None or n in only)
-    unknown = {n: NOT_ASKED for n in providers if n not in asked}
-    reports: list[_Report] = []
-    if asked:
-        with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(asked)))) as pool:
-            reports = list(pool.map(lambda n: _ask(n, bindings, workdir, owner), asked))
-    for report in reports:
-        if report.problem is not None:
-            problems.append(report.problem)
-        if report.reason is not None:
-            unknown[report.provider] = report.reason
+    problems += [r.problem for r in reports if r.problem is not None]
     merged = _merge(r for r in reports if r.reason is None)
-    generations = {r.provider: r.generation for r in reports if r.generation is not None}
     live = SupplyMap(
         entries=merged.entries,
         site=owner.removeprefix("site/"),
         owner=owner,
-        unknown=dict(sorted(unknown.items())),
-        generations=generations,
+        unknown=_unknown(providers, asked, reports),
+        generations={r.provider: r.generation for r in reports if r.generation is not None},
         unknown_entries=merged.contested,
-        sessions={r.provider: r.session for r in reports
-                  if r.session is not None and r.reason is None},
+        sessions=_sessions(reports),
     )
     return LiveResult(live, (*problems, *merged.problems))
+
+
+def _ask_all(asked: list[str], bindings: Bindings, workdir: Path, owner: str,
+             max_workers: int) -> list[_Report]:
+    """Each asked provider's report, in the order asked; up to ``max_workers`` at a time."""
+    if not asked:
+        return []
+    with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(asked)))) as pool:
+        return list(pool.map(lambda n: _ask(n, bindings, workdir, owner), asked))
+
+
+def _unknown(providers: Collection[str], asked: list[str],
+             reports: list[_Report]) -> dict[str, str]:
+    """The providers whose entries are not known, sorted, each with why: not asked, or
+    its report's reason."""
+    unknown = {n: NOT_ASKED for n in providers if n not in asked}
+    unknown.update((r.provider, r.reason) for r in reports if r.reason is not None)
+    return dict(sorted(unknown.items()))
+
+
+def _sessions(reports: list[_Report]) -> dict[str, Session]:
+    """Since when each provider that answered serves its present session (P8)."""
+    return {r.provider: r.session for r in reports if r.session is not None and r.reason is None}

@@ -15,20 +15,21 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from compiler.contract.supply_map import SupplyMap
+from compiler.contract.vocabulary import EntryKind
 from compiler.core.problems import Problem, Severity
-from compiler.core.units import format_utc
+from compiler.core.times import format_utc
 from reconciler.live.codes import CANNOT_ACCEPT, CANNOT_ACCEPT_SHRINK, HINTS, ROLLED_BACK, SHRANK
 from reconciler.live.gather import NOT_ASKED, LiveResult
 from reconciler.plan.model import Verb
 from reconciler.state.runs import site_runs
 
 if TYPE_CHECKING:
+    from reconciler.state import StateStore
     from reconciler.state.inventory_counts import InventoryCounts
-    from reconciler.state.store import StateStore
 
 # Entries that come and go by themselves, not by a plan: jobs (the scheduler's record) and
 # their directories (users delete them). Their counts say nothing about a lost inventory.
-UNCOUNTED_KINDS = frozenset({"job", "job-dir"})
+UNCOUNTED_KINDS = frozenset({EntryKind.JOB, EntryKind.JOB_DIR})
 # The plan verbs that take an entry away: the journal's removals explain a smaller count.
 _REMOVING = tuple(v.value for v in Verb if v.protocol == "delete")
 
@@ -146,6 +147,26 @@ def trust_generations(live: SupplyMap, store: StateStore | None, site: str, *,
     whose present counts become the record only with ``record_accepted``: a plan proposes
     the acceptance, the apply of that plan (which carries it) records it.
     """
+    refused = _refusals(live, store, gathered=gathered, accept=accept,
+                        accept_shrink=accept_shrink)
+    if store is None:
+        return LiveResult(live, tuple(refused))
+    for name in sorted(set(accept) - {p.subject for p in refused}):
+        store.accept_generation(site, name, live.generations[name])
+    checked = distrust_rollbacks(live, store.provider_generations(site))
+    shrunk = LiveResult(checked.live)
+    if shrink is not None:
+        shrunk = distrust_shrinks(checked.live, store, site, shrink, accept_shrink)
+    trusted = shrunk.live
+    if gathered:
+        _record_trusted(trusted, store, site, counts=shrink is not None,
+                        unrecorded=() if record_accepted else accept_shrink)
+    return LiveResult(trusted, (*refused, *checked.problems, *shrunk.problems))
+
+
+def _refusals(live: SupplyMap, store: StateStore | None, *, gathered: bool,
+              accept: Collection[str], accept_shrink: Collection[str]) -> list[Problem]:
+    """The acceptances asked for that cannot be given: a generation, a shrunk inventory."""
     refused = [
         HINTS.problem(CANNOT_ACCEPT, f"cannot accept the generation of provider '{name}': "
                       f"{why}", name)
@@ -157,24 +178,19 @@ def trust_generations(live: SupplyMap, store: StateStore | None, site: str, *,
                       f"'{name}': {why}", name)
         for name in sorted(accept_shrink) if (why := _unshrinkable(live, name)) is not None
     ]
-    if store is None:
-        return LiveResult(live, tuple(refused))
-    for name in sorted(set(accept) - {p.subject for p in refused}):
-        store.accept_generation(site, name, live.generations[name])
-    checked = distrust_rollbacks(live, store.provider_generations(site))
-    shrunk = LiveResult(checked.live)
-    if shrink is not None:
-        shrunk = distrust_shrinks(checked.live, store, site, shrink, accept_shrink)
-    trusted = shrunk.live
-    if gathered:
-        store.record_generations(site, {name: gen for name, gen in trusted.generations.items()
-                                        if name not in trusted.unknown})
-        if shrink is not None:
-            counts = kind_counts(trusted)
-            store.record_inventory_counts(site, {
-                name: kinds for name, kinds in counts.items()
-                if record_accepted or name not in accept_shrink})
-    return LiveResult(trusted, (*refused, *checked.problems, *shrunk.problems))
+    return refused
+
+
+def _record_trusted(trusted: SupplyMap, store: StateStore, site: str, *, counts: bool,
+                    unrecorded: Collection[str]) -> None:
+    """Record the generations of the providers ``trusted`` knows and, with ``counts``, their
+    inventory counts (but those of ``unrecorded``: an acceptance only proposed)."""
+    store.record_generations(site, {name: gen for name, gen in trusted.generations.items()
+                                    if name not in trusted.unknown})
+    if counts:
+        store.record_inventory_counts(site, {
+            name: kinds for name, kinds in kind_counts(trusted).items()
+            if name not in unrecorded})
 
 
 def _unacceptable(live: SupplyMap, name: str, store: StateStore | None,

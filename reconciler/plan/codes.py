@@ -30,7 +30,7 @@ NOT_A_PLAN = "XCE762"
 PLAN_TOO_NEW = "XCE763"
 PLAN_MALFORMED = "XCE764"
 PLAN_UNWRITABLE = "XCE765"
-# a saved plan applied elsewhere than it was made (reconciler/review/origin.py)
+# a saved plan applied elsewhere than it was made (reconciler/plan/origin.py)
 SITE_NOT_HERE = "XCE766"
 OTHER_WORKDIR = "XCE767"
 OTHER_STORE = "XCE768"

@@ -2,7 +2,7 @@
 
 A plan file records the desired digest, the git revision, the destroy permission, the
 fingerprint of every live entry the plan touches, and where it was made (the site folder,
-the workdir, the state store: ``reconciler/review/origin.py``). The applier compares those
+the workdir, the state store: ``reconciler/plan/origin.py``). The applier compares those
 before it acts, so a plan made against another config, workdir, store or an older live
 map is refused instead of being applied to a world it was not made for. The file is
 canonical JSON with a format name, a version and a digest of its own body, so a
@@ -30,8 +30,8 @@ from compiler.core.private import FILE_MODE
 from compiler.core.problems import UserError
 from reconciler.plan import codes
 from reconciler.plan.model import Plan, ShapeError, typed
+from reconciler.plan.origin import Origin
 from reconciler.plan.signature import sign
-from reconciler.review.origin import Origin
 
 FORMAT = "xce-plan"
 # 2: the plan records its origin. 3: it is signed by its state store, and keeps its own

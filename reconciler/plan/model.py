@@ -283,11 +283,6 @@ def summarize(actions: Iterable[Action], notes: Mapping[str, Iterable[Note]]) ->
     return counts
 
 
-def _problem_to_json(p: Problem) -> dict[str, Any]:
-    return {"code": p.code, "severity": p.severity.value, "subject": p.subject,
-            "message": p.message, "hint": p.hint}
-
-
 def _problem_from_json(doc: Mapping[str, Any], where: str) -> Problem:
     severity = typed(doc, "severity", (str,), where, "error")
     return Problem(typed(doc, "code", (str,), where), typed(doc, "message", (str,), where),
@@ -362,7 +357,7 @@ class Plan:
             "summary": dict(self.summary),
             "actions": [a.to_json() for a in self.actions],
             "fingerprints": dict(self.fingerprints),
-            "problems": [_problem_to_json(p) for p in self.problems],
+            "problems": [p.to_json(place=False) for p in self.problems],
         }
         for name, notes in self.notes().items():
             doc[name] = [n.to_json() for n in notes]

@@ -20,16 +20,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from compiler.contract.settings import ProvisioningPolicy
 from compiler.contract.supply_map import Entry
-from compiler.core.units import age_text, format_utc
+from compiler.contract.vocabulary import HostState
+from compiler.core.times import format_utc
+from compiler.core.units import duration_text
+from reconciler.plan.attempts import ProvisionAttempts
 from reconciler.plan.file import fingerprint
 from reconciler.plan.model import FailedAttempt
 from reconciler.planner.builder import Builder
-from reconciler.planner.settings import ProvisioningPolicy
-from reconciler.state.store import ProvisionAttempts
 
 # the host is or was in service: the attempt that made its instance succeeded
-JOINED = frozenset({"available", "draining", "drained"})
+JOINED = frozenset({HostState.AVAILABLE, HostState.DRAINING, HostState.DRAINED})
 GIVE_UP_FIX = ("fix the template (an image that never joins), then change `template` or "
                "raise site.provisioning.attempts")
 
@@ -73,7 +75,7 @@ def _next(attempt: int, policy: ProvisioningPolicy) -> str:
     done = f"provisioning attempt {attempt} of {policy.attempts} failed"
     if attempt >= policy.attempts:
         return f"{done}: no further attempt (site.provisioning.attempts)"
-    return f"{done}: the next waits {age_text(policy.wait(attempt))}"
+    return f"{done}: the next waits {duration_text(policy.wait(attempt), 'words')}"
 
 
 def count_release(b: Builder, instance: Entry) -> None:
@@ -106,7 +108,7 @@ def create_reason(b: Builder, desired: Entry, why: str) -> str | None:
         return None
     wait = policy.wait(n)
     attempt = f"attempt {n + 1} of {policy.attempts}"
-    backoff = f"backoff {age_text(wait)} after {_failures(n)}"
+    backoff = f"backoff {duration_text(wait, 'words')} after {_failures(n)}"
     if b.now < last + wait:
         b.note("pending", desired, f"next attempt after {format_utc(last + wait)}: {attempt} "
                f"({backoff})")

@@ -21,12 +21,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from compiler.contract.settings import PlanSettings
 from compiler.contract.supply_map import Entry, Session
+from compiler.contract.vocabulary import Level
+from reconciler.plan.attempts import ProvisionAttempts
 from reconciler.plan.model import NOTE_LISTS, Action, FieldChange, Note, Verb
 from reconciler.planner.kinds import DATA_KINDS
-from reconciler.planner.settings import PlanSettings
 from reconciler.planner.settle import settling
-from reconciler.state.store import ProvisionAttempts
 
 
 def with_state(entry: Entry, state: str, **extra: Any) -> dict[str, Any]:
@@ -172,11 +173,11 @@ class Builder:
             return "co_managed", f"{held}; {would}"
         kind = entry.kind
         level = self.settings.level(kind)
-        if level == "observe":
+        if level == Level.OBSERVE:
             return "", ""
-        if level == "report":
+        if level == Level.REPORT:
             return unacted, f"{would} (management of {kind}: report)"
-        if verb.removes and level != "correct-destructive":
+        if verb.removes and level != Level.CORRECT_DESTRUCTIVE:
             return unacted, (f"{would}; management of {kind} is '{level}', which never "
                              "removes (set 'correct-destructive' to allow)")
         if verb.needs_destroy and kind in DATA_KINDS and not self.destroy:

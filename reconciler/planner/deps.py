@@ -1,68 +1,21 @@
 """Dependencies between actions and the stable apply order.
 
-A parent (volume, host group, host, dataset) is created before what lives in or on it and
-removed after it. Each action lists the ids of the actions it waits for, so the applier
-can run independent actions in parallel and skip the dependents of one that failed.
+A parent (volume, host group, host, dataset; ``plan.parents``) is created before what lives
+in or on it and removed after it. Each action lists the ids of the actions it waits for, so
+the applier can run independent actions in parallel and skip the dependents of one that failed.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from compiler.contract.supply_map import Entry
 from reconciler.plan.model import Action, Group
+from reconciler.plan.parents import parents
 from reconciler.planner.kinds import PHASE_CONSTRUCT, order_key, phase_of
 from reconciler.planner.locality import claim_edges
-
-_LOCATION_PARENTS = {
-    "host": ("host/",),
-    "group": ("host-group/",),
-    "pool": ("storage-pool/", "license/"),
-    "volume": ("volume/",),
-}
-
-
-def _location_parents(location: str | None) -> list[str]:
-    if not location:
-        return []
-    prefix, _, name = location.partition("/")
-    ids = [p + name for p in _LOCATION_PARENTS.get(prefix, ())]
-    return [i + "@site" if i.startswith("license/") else i for i in ids]
-
-
-def parents(entry: Entry) -> list[str]:
-    """Ids of the entries this one needs to exist first (they may or may not exist)."""
-    kind = entry.kind
-    name = entry.id.partition("/")[2]
-    location = entry.location
-    if location is None and "@" in name and kind == "counter":
-        location = name.partition("@")[2]
-    out = _location_parents(location)
-    if kind == "host":
-        group = entry.attributes.get("group")
-        if group:
-            out.append(f"host-group/{group}")
-        out.append(f"instance/{name}")
-    elif kind == "instance":
-        group = entry.spec.get("group")
-        if group:
-            out.append(f"host-group/{group}")
-    elif kind == "volume-dir":
-        out.append("volume/" + name.partition("/")[0])
-    elif kind == "job-dir":  # job-dir/<volume>/<user>/<job>: evicted before its user dir goes
-        out.append("volume-dir/" + name.rpartition("/")[0])
-    elif kind == "quota":
-        target, scope, subject = [*name.split("/", 2), "", ""][:3]
-        if location is None:
-            out.append(f"volume/{target}")
-        if scope == "user" and (location is None or location.startswith("volume/")):
-            out.append(f"volume-dir/{target}/{subject}")
-    elif kind == "dataset-copy":
-        dataset = entry.spec.get("dataset") or "@".join(name.split("@")[:2])
-        out.append(f"dataset/{dataset}")
-    return out
 
 
 def _subject(action: Action) -> Entry:
@@ -87,20 +40,28 @@ def link_and_order(actions: Iterable[Action]) -> tuple[Action, ...]:
     reversed_claims = {(awaited, waiting) for waiting, awaited in claims}
     claiming = {waiting for waiting, _ in claims}
     for action in by_entry.values():
-        constructive = phase_of(action.verb) == PHASE_CONSTRUCT
-        for parent_id in parents(_subject(action)):
-            parent = by_entry.get(parent_id)
-            if parent is None or parent is action:
-                continue
-            if constructive and phase_of(parent.verb) == PHASE_CONSTRUCT:
-                if (action.id, parent.id) not in reversed_claims and parent.id not in claiming:
-                    deps[action.id].add(parent.id)
-            elif action.verb.group is parent.verb.group is Group.DESTROY:
-                deps[parent.id].add(action.id)  # a parent goes only after its children
+        _link_parents(action, by_entry, deps, reversed_claims=reversed_claims, claiming=claiming)
     ordered = sorted(by_entry.values(), key=lambda a: order_key(a.verb, a.kind, a.entry))
     if claims:
         ordered = _after_what_they_wait_for(ordered, deps)
     return tuple(replace(a, depends_on=tuple(sorted(deps[a.id]))) for a in ordered)
+
+
+def _link_parents(action: Action, by_entry: Mapping[str, Action], deps: dict[str, set[str]], *,
+                  reversed_claims: set[tuple[str, str]], claiming: set[str]) -> None:
+    """Add the edges between ``action`` and its parents' actions to ``deps``: a construction
+    waits for its parent's, unless a claim turned that edge round or the parent's write claims
+    a copy; a parent's removal waits for its children's."""
+    constructive = phase_of(action.verb) == PHASE_CONSTRUCT
+    for parent_id in parents(_subject(action)):
+        parent = by_entry.get(parent_id)
+        if parent is None or parent is action:
+            continue
+        if constructive and phase_of(parent.verb) == PHASE_CONSTRUCT:
+            if (action.id, parent.id) not in reversed_claims and parent.id not in claiming:
+                deps[action.id].add(parent.id)
+        elif action.verb.group is parent.verb.group is Group.DESTROY:
+            deps[parent.id].add(action.id)  # a parent goes only after its children
 
 
 def _after_what_they_wait_for(ordered: list[Action], deps: dict[str, set[str]]) -> list[Action]:

@@ -16,13 +16,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import EntryKind
 from compiler.core.problems import Problem, Severity
 from reconciler.plan import codes
 from reconciler.plan.model import FieldChange, Note
 from reconciler.planner.compare import field_changes
 
 # The kinds a provider reports untagged when it finds them, and ``xce-adopt`` can tag.
-ADOPTABLE_KINDS = frozenset({"volume-dir"})
+ADOPTABLE_KINDS = frozenset({EntryKind.VOLUME_DIR})
 
 
 def adopt_command(entry: Entry) -> str:

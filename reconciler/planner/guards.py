@@ -17,10 +17,10 @@ from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from compiler.contract.settings import PlanSettings
 from compiler.core.problems import Problem, Severity
 from reconciler.plan import codes
 from reconciler.plan.model import Action, Plan
-from reconciler.planner.settings import PlanSettings
 
 
 @dataclass(frozen=True, slots=True)

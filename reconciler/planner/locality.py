@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import CopyState, EntryKind, Level
 from reconciler.plan.model import Action, Verb
 from reconciler.planner.builder import Builder, Rule
 from reconciler.planner.kinds import PHASE_CONSTRUCT, phase_of
@@ -28,7 +29,8 @@ from reconciler.planner.rules_datasets import digest_differs
 
 COPY = "dataset-copy/"
 ATTRIBUTE = "datasets"
-_HOLDERS = {"host-group": "group/", "host": "host/"}  # kind -> the location prefix it holds
+# kind -> the location prefix it holds
+_HOLDERS: dict[str, str] = {EntryKind.HOST_GROUP: "group/", EntryKind.HOST: "host/"}
 
 Left = tuple[str, str]  # (note list, why a wanted copy is not claimed)
 
@@ -39,7 +41,7 @@ def holder_of(location: str) -> str | None:
     prefix, _, name = location.partition("/")
     if prefix == "group":
         return f"host-group/{name}"
-    return f"host/{name}" if prefix == "host" else None
+    return f"host/{name}" if prefix == EntryKind.HOST else None
 
 
 def listed(attributes: Any) -> list[str]:
@@ -63,7 +65,7 @@ def claim_edges(by_entry: Mapping[str, Action]) -> list[tuple[str, str]]:
     stage; a copy's evict waits for the write that withdraws it."""
     edges = []
     for action in by_entry.values():
-        if action.kind != "dataset-copy":
+        if action.kind != EntryKind.DATASET_COPY:
             continue
         ident, location = _copy_parts(action.entry)
         holder = by_entry.get(holder_of(location) or "")
@@ -86,6 +88,21 @@ def _saying(action: Action, claims: list[str], claimed: list[str]) -> Action:
     return replace(action, reason=f"{action.reason}: {'; '.join(said)}") if said else action
 
 
+def _not_listed(copy_id: str, copy: Entry | None, *, staged: bool, claimed: bool) -> Left:
+    """Why a holder's write does not list a copy: the copy this plan stages (``staged``),
+    or one not there; (note list, why)."""
+    if staged:
+        return ("pending", "withdrawn while this plan stages it again; the next plan lists it "
+                "once available" if claimed else "staged by this plan once the host exists; "
+                "the next plan lists it")
+    if copy is None:
+        return ("drift_reported", f"missing, and this plan does not stage it: see {copy_id}")
+    if copy.state in ("staging", "evicting"):
+        return ("pending", f"{copy_id} is {copy.state}")
+    state = "available with another digest" if copy.state == CopyState.AVAILABLE else copy.state
+    return ("drift_reported", f"{copy_id} is {state}")
+
+
 @dataclass(slots=True)
 class Locality:
     """One plan's locality. ``rule_of`` hands the walk its rules, holding back the decisions
@@ -105,7 +122,7 @@ class Locality:
         return rule
 
     def _wrap(self, kind: str, rule: Rule) -> Rule:
-        if kind == "dataset-copy":
+        if kind == EntryKind.DATASET_COPY:
             def decide_copy(b: Builder, desired: Entry | None, live: Entry | None) -> None:
                 either = desired or live
                 if either is not None and either.location:
@@ -130,7 +147,7 @@ class Locality:
         return (d is not None and lv is not None and ATTRIBUTE in d.attributes
                 and entry_id not in self._held and d.provider not in b.unknown
                 and entry_id not in b.unknown_entries
-                and b.settings.management.get(d.kind) != "observe"
+                and b.settings.management.get(d.kind) != Level.OBSERVE
                 and lv.provider in (None, d.provider))
 
     def settle(self, b: Builder) -> None:
@@ -140,7 +157,7 @@ class Locality:
             return
         holders = (holder_of(location) for location in self._touched)
         ids = self._held.keys() | {h for h in holders if h is not None and self._settled(b, h)}
-        copies = {a.entry: a for a in b.actions if a.kind == "dataset-copy"}
+        copies = {a.entry: a for a in b.actions if a.kind == EntryKind.DATASET_COPY}
         written: dict[str, list[str]] = {}
         for entry_id in sorted(ids):
             desired, live = self._held.get(entry_id) or (self.desired[entry_id],
@@ -176,7 +193,7 @@ class Locality:
         location = _HOLDERS[desired.kind] + desired.id.partition("/")[2]
         wanted, claimed = set(listed(desired.attributes)), set(listed(
             live.attributes if live is not None else None))
-        may_wait = live is not None or desired.kind == "host-group"
+        may_wait = live is not None or desired.kind == EntryKind.HOST_GROUP
         claims: list[str] = []
         left: dict[str, list[str]] = {}
         for ident in sorted(wanted | claimed):
@@ -195,27 +212,17 @@ class Locality:
         unknown provider keeps what live says: it is neither there nor gone."""
         d_copy = self.desired.get(copy_id)
         blind = b.blind_spot(d_copy or self.live.get(copy_id)
-                             or Entry(copy_id, "dataset-copy", "absent", "config"))
+                             or Entry(copy_id, EntryKind.DATASET_COPY.value, "absent", "config"))
         if blind is not None:
             return claimed, ("unknown", f"{copy_id} is unknown: {blind}")
         copy = b.read(copy_id)
         verb = action.verb if action is not None else None
-        if (copy is not None and copy.state == "available" and verb is not Verb.EVICT
+        if (copy is not None and copy.state == CopyState.AVAILABLE and verb is not Verb.EVICT
                 and not (d_copy is not None and digest_differs(d_copy, copy))):
             return True, None
-        if verb is Verb.STAGE:
-            if may_wait and not claimed:
-                return True, None
-            return False, ("pending", "withdrawn while this plan stages it again; the next plan "
-                           "lists it once available" if claimed else "staged by this plan "
-                           "once the host exists; the next plan lists it")
-        if copy is None:
-            return False, ("drift_reported", f"missing, and this plan does not stage it: see "
-                           f"{copy_id}")
-        if copy.state in ("staging", "evicting"):
-            return False, ("pending", f"{copy_id} is {copy.state}")
-        state = "available with another digest" if copy.state == "available" else copy.state
-        return False, ("drift_reported", f"{copy_id} is {state}")
+        if verb is Verb.STAGE and may_wait and not claimed:
+            return True, None
+        return False, _not_listed(copy_id, copy, staged=verb is Verb.STAGE, claimed=claimed)
 
     def _keep_evicts(self, b: Builder, copies: Mapping[str, Action],
                      written: Mapping[str, list[str]]) -> None:

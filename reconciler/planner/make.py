@@ -10,8 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 
+from compiler.contract.settings import PlanSettings
 from compiler.contract.supply_map import SupplyMap
+from compiler.contract.vocabulary import EntryKind, Level
 from compiler.core.problems import Problem
+from reconciler.plan.attempts import ProvisionAttempts
 from reconciler.plan.file import fingerprint
 from reconciler.plan.model import Action, Plan, summarize
 from reconciler.planner.backoff import attempts_reset
@@ -27,17 +30,16 @@ from reconciler.planner.rules_generic import plan_generic
 from reconciler.planner.rules_groups import plan_group
 from reconciler.planner.rules_hosts import plan_host, plan_instance
 from reconciler.planner.rules_jobs import plan_job_dir
-from reconciler.planner.settings import PlanSettings, read_settings
+from reconciler.planner.settings import read_settings
 from reconciler.planner.target import select
-from reconciler.state.store import ProvisionAttempts
 
 RULES: dict[str, Rule] = {
-    "host": plan_host,
-    "instance": plan_instance,
-    "dataset-copy": plan_copy,
-    "host-group": plan_group,
-    "counter": plan_counter,
-    "job-dir": plan_job_dir,
+    EntryKind.HOST: plan_host,
+    EntryKind.INSTANCE: plan_instance,
+    EntryKind.DATASET_COPY: plan_copy,
+    EntryKind.HOST_GROUP: plan_group,
+    EntryKind.COUNTER: plan_counter,
+    EntryKind.JOB_DIR: plan_job_dir,
 }
 
 
@@ -47,16 +49,22 @@ def rule_for(kind: str) -> Rule:
 
 def _walk(b: Builder, desired: SupplyMap, live: SupplyMap, rules: Callable[[str], Rule]) -> None:
     """Hand every entry that may need work to its kind's rule; skip the settled ones fast."""
+    _walk_desired(b, desired, live, rules)
+    _walk_live_only(b, desired, live, rules)
+
+
+def _walk_desired(b: Builder, desired: SupplyMap, live: SupplyMap,
+                  rules: Callable[[str], Rule]) -> None:
+    """The desired entries: those not settled go to their kind's rule, with their live entry."""
     unknown = live.unknown
     contested = live.unknown_entries
     levels = b.settings.management
-    owner = b.settings.owner
     live_get = live.entries.get
     for entry_id, d in desired.entries.items():
-        if d.provider in unknown or (contested and entry_id in contested):
+        if d.provider in unknown or entry_id in contested:
             b.note_unknown(d)
             continue
-        if levels.get(d.kind) == "observe":
+        if levels.get(d.kind) == Level.OBSERVE:
             continue
         lv = live_get(entry_id)
         if lv is not None and lv.provider != d.provider and lv.provider is not None:
@@ -74,6 +82,16 @@ def _walk(b: Builder, desired: SupplyMap, live: SupplyMap, rules: Callable[[str]
         ):
             continue
         b.decide(rules(d.kind), d, lv)
+
+
+def _walk_live_only(b: Builder, desired: SupplyMap, live: SupplyMap,
+                    rules: Callable[[str], Rule]) -> None:
+    """The entries only live has: noted when contested, co-managed or behind an unknown
+    provider, else to their kind's rule for removal."""
+    unknown = live.unknown
+    contested = live.unknown_entries
+    levels = b.settings.management
+    owner = b.settings.owner
     for entry_id in sorted(contested.keys() - desired.entries.keys()):
         b.note_contested(entry_id)
     for entry_id in sorted(live.entries.keys() - desired.entries.keys() - contested.keys()):
@@ -81,10 +99,10 @@ def _walk(b: Builder, desired: SupplyMap, live: SupplyMap, rules: Callable[[str]
         if lv.provider in unknown:
             b.note_unknown(lv, "; not removed")
             continue
-        if levels.get(lv.kind) == "observe":
+        if levels.get(lv.kind) == Level.OBSERVE:
             continue
-        claimable = lv.kind == "host" and lv.source == "discovered"
-        if lv.kind == "job-dir" and lv.owner is None:  # made by a job: no owner tag
+        claimable = lv.kind == EntryKind.HOST and lv.source == "discovered"
+        if lv.kind == EntryKind.JOB_DIR and lv.owner is None:  # made by a job: no owner tag
             if lv.location not in desired.entries:
                 continue  # not on a volume of ours: it goes with that volume, reported there
             claimable = True  # our volume's retention applies to it

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import EntryKind, HostState, Policy, Source
 from reconciler.plan.model import FieldChange, Verb
 from reconciler.planner.builder import Builder, with_state
 from reconciler.planner.rules_generic import plan_generic, plan_update
@@ -32,9 +33,9 @@ def plan_discovered(b: Builder, live: Entry) -> None:
     name = _host_name(live.id)
     policy = discovery.policy_for(name)
     reason = f"joined but not in config (discovered); {discovery.why(name)}"
-    if policy == "report":
+    if policy == Policy.REPORT:
         b.note("orphans", live, reason)
-    elif policy == "admit":
+    elif policy == Policy.ADMIT:
         _admit(b, live, reason)
     else:
         b.act(Verb.REJECT, live, reason, before=live, after=None, claim=True, unacted="orphans",
@@ -78,8 +79,9 @@ def _admit(b: Builder, live: Entry, reason: str) -> None:
 
 def _counter(host: Entry, name: str, amount: int, owner: str) -> Entry:
     location = host.id
-    return Entry(f"counter/{name}@{location}", "counter", "available", "discovered",
-                 host.provider, location, amount, {}, {}, owner)
+    return Entry(f"counter/{name}@{location}", EntryKind.COUNTER.value,
+                 HostState.AVAILABLE.value, Source.DISCOVERED.value, host.provider, location,
+                 amount, {}, {}, owner)
 
 
 def _counters(b: Builder, host: Entry) -> None:
@@ -104,7 +106,7 @@ def _admitted_host(b: Builder, counter: Entry) -> Entry | None:
     host = b.read(location)
     if host is None or host.source != "discovered" or host.owner != b.settings.owner:
         return None
-    return host if b.settings.discovery.policy_for(_host_name(host.id)) == "admit" else None
+    return host if b.settings.discovery.policy_for(_host_name(host.id)) == Policy.ADMIT else None
 
 
 def plan_counter(b: Builder, desired: Entry | None, live: Entry | None) -> None:
@@ -112,7 +114,7 @@ def plan_counter(b: Builder, desired: Entry | None, live: Entry | None) -> None:
     ones the policy names (``_counters``); one it does not name is deleted at once, as a
     counter dropped from a group's config is. Every other counter: plan_generic."""
     host = None
-    if desired is None and live is not None and b.settings.discovery.policy == "admit":
+    if desired is None and live is not None and b.settings.discovery.policy == Policy.ADMIT:
         host = _admitted_host(b, live)  # (``otherwise`` never admits)
     if host is None:
         plan_generic(b, desired, live)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import RUNNING, EntryKind
 from reconciler.plan.model import FieldChange, Verb
+from reconciler.plan.parents import parents
 from reconciler.planner.builder import Builder
 from reconciler.planner.compare import field_changes
-from reconciler.planner.deps import parents
-from reconciler.planner.kinds import RUNNING
 
 
 def update_reason(entry: Entry, changes: tuple[FieldChange, ...]) -> str:
@@ -16,7 +16,7 @@ def update_reason(entry: Entry, changes: tuple[FieldChange, ...]) -> str:
     other: list[str] = []
     for c in changes:
         if c.path == "amount" and isinstance(c.before, int) and isinstance(c.after, int):
-            if entry.kind == "quota":
+            if entry.kind == EntryKind.QUOTA:
                 verb = "raise" if c.after > c.before else "lower"
                 parts.append(f"{verb} quota from {c.before} to {c.after}")
             else:

@@ -13,13 +13,15 @@ from collections import Counter
 from collections.abc import Mapping
 
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import EntryKind, HostState
 from compiler.core.hostlist import compress
 from reconciler.planner.builder import Builder
 from reconciler.planner.rules_generic import plan_generic
 
 _INDEX = "hosts-by-group"
 # The order a host's states are listed in: along its life.
-_STATES = ("expected", "joining", "available", "draining", "drained", "lost")
+_STATES = (HostState.EXPECTED, HostState.JOINING, HostState.AVAILABLE, HostState.DRAINING,
+           HostState.DRAINED, HostState.LOST)
 
 
 def _index(live: Mapping[str, Entry], desired: Mapping[str, Entry]) -> dict[str, list[str]]:
@@ -28,7 +30,7 @@ def _index(live: Mapping[str, Entry], desired: Mapping[str, Entry]) -> dict[str,
     plan, takes it out)."""
     out: dict[str, list[str]] = {}
     for entry in live.values():
-        if entry.kind != "host" or entry.state == "released":
+        if entry.kind != EntryKind.HOST or entry.state == HostState.RELEASED:
             continue
         group = entry.attributes.get("group")
         if not isinstance(group, str):
@@ -68,7 +70,7 @@ def plan_group(b: Builder, desired: Entry | None, live: Entry | None) -> None:
         b.note("pending", live, f"not in config: deleted once its {n} host{'s' * (n != 1)} "
                f"{'are' if n != 1 else 'is'} drained and released: {names} ({_states(hosts)})")
         return
-    why = b.blind_to_kind("host")
+    why = b.blind_to_kind(EntryKind.HOST)
     if why is not None:
         b.note("unknown", live, f"{why}; would delete it once none of its hosts is left")
         return

@@ -7,17 +7,17 @@ so running jobs are never cut. An instance is released only after its host is dr
 from __future__ import annotations
 
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import RUNNING, HostState
 from compiler.core.units import duration_text
 from reconciler.plan.model import FieldChange, Verb
 from reconciler.planner.backoff import count_release, create_reason
 from reconciler.planner.builder import Builder, with_state
 from reconciler.planner.compare import field_changes
-from reconciler.planner.kinds import RUNNING
 from reconciler.planner.rules_discovery import plan_discovered
 from reconciler.planner.rules_generic import plan_update
 
-SATISFYING = frozenset({"expected", "joining", "available"})
-NOT_JOINED = frozenset({"expected", "joining"})
+SATISFYING = frozenset({HostState.EXPECTED, HostState.JOINING, HostState.AVAILABLE})
+NOT_JOINED = frozenset({HostState.EXPECTED, HostState.JOINING})
 
 
 def name_of(entry_id: str) -> str:
@@ -62,12 +62,12 @@ def _removed_host(b: Builder, live: Entry) -> None:
     state = live.state
     if live.source == "discovered":
         _discovered(b, live)
-    elif state in ("available", "joining"):
+    elif state in (HostState.AVAILABLE, HostState.JOINING):
         b.act(Verb.DRAIN, live, "not in config: drain, then release once drained", before=live,
-              after=with_state(live, "draining"), unacted="orphans")
-    elif state == "draining":
+              after=with_state(live, HostState.DRAINING.value), unacted="orphans")
+    elif state == HostState.DRAINING:
         b.note("pending", live, "not in config: draining, released once drained")
-    elif state in ("drained", "expected", "lost"):
+    elif state in (HostState.DRAINED, HostState.EXPECTED, HostState.LOST):
         b.act(Verb.RELEASE, live, f"not in config ({state})", before=live, after=None,
               unacted="orphans")
 
@@ -99,7 +99,7 @@ def plan_host(b: Builder, desired: Entry | None, live: Entry | None) -> None:
         return
     if live is None:
         b.act(Verb.CREATE, desired, "not in the live map", before=None,
-              after=with_state(desired, "expected"))
+              after=with_state(desired, HostState.EXPECTED.value))
         return
     state = live.state
     if live.source == "discovered" and live.owner is None:
@@ -112,16 +112,16 @@ def plan_host(b: Builder, desired: Entry | None, live: Entry | None) -> None:
     why = overdue(b, live, desired)
     if why is not None:
         _orphan(b, desired, why)
-    elif state in ("draining", "drained"):
+    elif state in (HostState.DRAINING, HostState.DRAINED):
         b.note("drift_reported", desired, f"{state} although in config (drained by an admin?); "
                "undrain it by hand or remove it from config")
-    elif state == "lost":
+    elif state == HostState.LOST:
         b.note("drift_reported", desired, "lost: in config but the controller lost contact")
-    elif state == "released":
-        changes = (FieldChange("state", state, "expected"),
+    elif state == HostState.RELEASED:
+        changes = (FieldChange("state", state, HostState.EXPECTED.value),
                    *field_changes(desired, live, state=False))
         b.act(Verb.UPDATE, desired, "released although in config: expect it again", before=live,
-              after=with_state(desired, "expected"), changes=changes)
+              after=with_state(desired, HostState.EXPECTED.value), changes=changes)
     elif state in SATISFYING:
         plan_update(b, desired, live, state=False)
     else:
@@ -145,7 +145,7 @@ def plan_instance(b: Builder, desired: Entry | None, live: Entry | None) -> None
             b.act(Verb.RELEASE, live, "not in config: no entry claims this instance", before=live,
                   after=None, unacted="orphans", observed=(host_id,), orphan=True)
         return
-    if live is None or live.state == "released":
+    if live is None or live.state == HostState.RELEASED:
         reason = create_reason(b, desired, "not in the live map" if live is None
                                else "released: provision again")  # None: backoff (P6)
         if reason is not None:
@@ -154,7 +154,7 @@ def plan_instance(b: Builder, desired: Entry | None, live: Entry | None) -> None
     host = b.read(host_id)
     if host is not None and overdue(b, host, b.desired.get(host_id), desired) is not None:
         return  # the host's rule reports the orphan and releases this instance
-    if live.state == "lost":
+    if live.state == HostState.LOST:
         b.note("drift_reported", desired, "lost: the provider no longer has this instance")
     else:
         plan_update(b, desired, live, state=False)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.contract.supply_map import Entry
-from compiler.core.units import age_text
+from compiler.contract.vocabulary import EntryKind
+from compiler.core.units import duration_text
 from reconciler.plan.model import Verb
 from reconciler.planner.builder import Builder
 
@@ -45,7 +46,7 @@ def retention_of(spec: Mapping[str, Any], keep: int) -> Retention:
 
 
 def _ago(b: Builder, at: float) -> str:
-    return f"{age_text(b.now - at)} ago"
+    return f"{duration_text(b.now - at, 'words')} ago"
 
 
 def _expiry(policy: Retention, job: Mapping[str, Any]) -> tuple[int, int, str, str] | str | None:
@@ -55,7 +56,7 @@ def _expiry(policy: Retention, job: Mapping[str, Any]) -> tuple[int, int, str, s
     ended, fetched = _seconds(job.get("ended")), _seconds(job.get("fetched"))
     if ended is None:
         return "its job is finished but the controller map has no end time for it"
-    keep = f"retention {age_text(policy.keep)}"
+    keep = f"retention {duration_text(policy.keep, 'words')}"
     if policy.from_fetch and fetched is not None:
         return fetched, policy.keep, "outputs fetched", keep
     if not policy.from_fetch:
@@ -63,7 +64,8 @@ def _expiry(policy: Retention, job: Mapping[str, Any]) -> tuple[int, int, str, s
     if policy.unfetched is None:
         return None  # kept until its outputs are fetched
     return (ended, policy.unfetched, "finished",
-            f"outputs never fetched, kept at most {age_text(policy.unfetched)} unfetched")
+            f"outputs never fetched, kept at most {duration_text(policy.unfetched, 'words')} "
+            "unfetched")
 
 
 def _orphan(b: Builder, live: Entry, name: str, policy: Retention, last_write: int) -> None:
@@ -72,11 +74,12 @@ def _orphan(b: Builder, live: Entry, name: str, policy: Retention, last_write: i
             f"last written {_ago(b, last_write)}")
     if not policy.remove_orphans:
         b.note("orphans", live, f"{what}; reported (retention orphans: report)")
-    elif not b.kind_holders("job"):
+    elif not b.kind_holders(EntryKind.JOB):
         b.note("orphans", live, f"{what}; not removed: the controller map reports no job at "
                "all, so it may not report jobs (they are recorded with xce-map job)")
     else:
-        b.act(Verb.EVICT, live, f"evict orphan {what}, retention {age_text(policy.keep)}",
+        b.act(Verb.EVICT, live,
+              f"evict orphan {what}, retention {duration_text(policy.keep, 'words')}",
               before=live, after=None, unacted="orphans", claim=True, orphan=True)
 
 

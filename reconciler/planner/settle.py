@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from compiler.cli.problem_render import fold_subjects
+from compiler.contract.settings import SettlePolicy
 from compiler.contract.supply_map import Entry, Session
-from compiler.core.units import age_text, format_utc
-from reconciler.planner.kinds import RUNNING
-from reconciler.planner.settings import SettlePolicy
+from compiler.contract.vocabulary import RUNNING, EntryKind
+from compiler.core.hostlist import fold_subjects
+from compiler.core.times import format_utc
+from compiler.core.units import duration_text
 
 WORKERS = RUNNING  # hosts whose worker reports (spec.seen): where jobs may run
 FOLDED_CHARS = 80  # the workers not rejoined, folded as a hostlist, if it is this short;
@@ -54,7 +55,7 @@ def _rejoins(started: Mapping[str, Session],
     silent: dict[str, list[str]] = {}
     for entry in live.values():
         provider = entry.provider
-        if entry.kind != "host" or provider is None or provider not in started:
+        if entry.kind != EntryKind.HOST or provider is None or provider not in started:
             continue
         missing = silent.setdefault(provider, [])
         workers.setdefault(provider, 0)
@@ -77,16 +78,16 @@ def _began(provider: str, session: Session) -> str:
 
 def _left(provider: str, session: Session, now: float, window: int) -> str:
     left = session.since + window - now
-    return (f"{_began(provider, session)}: {age_text(left)} left of its settle window "
-            f"({age_text(window)})")
+    return (f"{_began(provider, session)}: {duration_text(left, 'words')} left of its settle "
+            f"window ({duration_text(window, 'words')})")
 
 
 def _rejoin(provider: str, session: Session, now: float, window: int, workers: int,
             silent: list[str]) -> str:
     left = session.since + window - now
     return (f"{_began(provider, session)}: {len(silent)} of {workers} workers have not "
-            f"reported since: {_few(silent)} (at most {age_text(left)} "
-            f"more; settle window {age_text(window)})")
+            f"reported since: {_few(silent)} (at most {duration_text(left, 'words')} "
+            f"more; settle window {duration_text(window, 'words')})")
 
 
 def _few(names: list[str]) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from compiler.contract.supply_map import Entry
+from compiler.core.globs import glob_matcher
 from compiler.core.problems import Problem, Severity
 from reconciler.plan import codes
 from reconciler.plan.model import Action, Note
-from reconciler.planner.settings import glob_matcher
 
 _MAGIC = frozenset("*?[")
 

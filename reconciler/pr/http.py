@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from compiler.cli.runner import DISTRIBUTION, product_version
 from compiler.core.problems import Problem, UserError
-from compiler.core.secrets import redact_text
+from compiler.core.secrets import Redactor
 from reconciler.pr.codes import BAD_ANSWER, DENIED, HINTS, NOT_FOUND, REFUSED, UNREACHABLE
 
 SAID_CHARS = 300  # of a forge's error message: enough to read, not a page of HTML
@@ -65,7 +65,7 @@ class JsonClient:
         self.label, self.base, self.timeout = label, base, timeout
         self._headers = {"User-Agent": f"{DISTRIBUTION}/{product_version()}",
                          "Accept": "application/json", **headers}
-        self._secret, self._explain, self._variable = secret, explain, variable
+        self._redact, self._explain, self._variable = Redactor((secret,)), explain, variable
         self._opener = urllib.request.build_opener(_NoRedirect)
         parts = urlsplit(base)
         self._origin = (parts.scheme, parts.netloc)
@@ -161,7 +161,7 @@ class JsonClient:
                  *(e.get("message") if isinstance(e, dict) else e
                    for e in (errors if isinstance(errors, list) else []))]
         text = "; ".join(p if isinstance(p, str) else json.dumps(p) for p in parts if p)
-        text = redact_text(" ".join(text.split()), (self._secret,))
+        text = self._redact.text(" ".join(text.split()))
         return text if len(text) <= SAID_CHARS else text[:SAID_CHARS] + "…"
 
     def _why(self, err: BaseException) -> str:
@@ -177,7 +177,7 @@ class JsonClient:
         if isinstance(reason, http.client.RemoteDisconnected | ConnectionResetError):
             return "it closed the connection without answering"
         text = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
-        return redact_text(text, (self._secret,))
+        return self._redact.text(text)
 
 
 def link_next(reply: Reply) -> str | None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from compiler.contract.provider_params import DatasetCopyParams
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import CopyState, EntryKind
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.base import LIVE_SOURCE, BuiltinProvider, ChangeMade
 from reconciler.providers.dataset_digest import (
@@ -42,7 +43,7 @@ from reconciler.providers.names import invalid, request_entry, request_id, safe_
 from reconciler.providers.root_marker import MARKER, Adopted, RootMarks, RootRef
 from reconciler.providers.safe_fs import DIR_FLAGS, lstat_at, open_trusted_dir, refused
 
-PREFIX = "dataset-copy/"
+PREFIX = f"{EntryKind.DATASET_COPY}/"
 STAGING = ".staging-"
 TRASH = ".trash-"
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -119,8 +120,8 @@ def signature(st: os.stat_result) -> Signature:
 
 
 class DatasetCopyProvider(BuiltinProvider):
-    kind = "dataset-copy"
-    capabilities = ("dataset-copy",)
+    kind = "dataset-copy"  # the provider kind, named for the entries it holds
+    capabilities = (EntryKind.DATASET_COPY.value,)
 
     def __init__(self, name: str, params: DatasetCopyParams, workdir: Path) -> None:
         # Relative paths are under the workdir; an absolute one replaces it.
@@ -190,7 +191,7 @@ class DatasetCopyProvider(BuiltinProvider):
     def copy_id(self, dataset: str) -> str:
         return f"{PREFIX}{dataset}@{self.location}"
 
-    def entry(self, dataset: str, state: str, record: CopyRecord | None, size: int | None,
+    def entry(self, dataset: str, state: CopyState, record: CopyRecord | None, size: int | None,
               found: str | None = None) -> Entry:
         spec: dict[str, Any] = {"dataset": dataset}
         if record is not None:
@@ -200,8 +201,8 @@ class DatasetCopyProvider(BuiltinProvider):
         if found is not None and (record is None or found != record.digest):
             spec["found_digest" if record else "digest"] = found
         return Entry(
-            id=self.copy_id(dataset), kind="dataset-copy", state=state, source=LIVE_SOURCE,
-            provider=self.name, location=self.location, amount=size, spec=spec,
+            id=self.copy_id(dataset), kind=EntryKind.DATASET_COPY.value, state=state.value,
+            source=LIVE_SOURCE, provider=self.name, location=self.location, amount=size, spec=spec,
         )
 
     def copy_digest(
@@ -240,14 +241,14 @@ class DatasetCopyProvider(BuiltinProvider):
         verify = params.get("verify") is True
         records = self.state.copies()
         found: dict[str, Entry] = {}
-        passing: dict[str, str] = {}  # copies on their way in (staging) or out (evicting)
+        passing: dict[str, CopyState] = {}  # copies on their way in (staging) or out (evicting)
         with self.cache() as cfd:
             if cfd is None:
                 return []
             with os.scandir(cfd) as it:
                 names = sorted(item.name for item in it)
             for name in names:
-                for prefix, state in ((STAGING, "staging"), (TRASH, "evicting")):
+                for prefix, state in ((STAGING, CopyState.STAGING), (TRASH, CopyState.EVICTING)):
                     if name.startswith(prefix):
                         dataset = parse_dataset(name[len(prefix):].rpartition("-")[0])
                         if dataset:
@@ -268,15 +269,16 @@ class DatasetCopyProvider(BuiltinProvider):
         try:
             fd = os.open(dataset, DIR_FLAGS, dir_fd=cfd)
         except OSError:  # a link or a file where a copy folder should be
-            return self.entry(dataset, "corrupt", record, None)
+            return self.entry(dataset, CopyState.CORRUPT, record, None)
         try:
             digest, size = self.copy_digest(dataset, fd, record.form if record else "dir", verify)
         except DatasetError:  # a link planted inside the copy
-            return self.entry(dataset, "corrupt", record, None)
+            return self.entry(dataset, CopyState.CORRUPT, record, None)
         finally:
             os.close(fd)
         ok = record is None or digest == record.digest
-        return self.entry(dataset, "available" if ok else "corrupt", record, size, digest)
+        return self.entry(dataset, CopyState.AVAILABLE if ok else CopyState.CORRUPT, record, size,
+                          digest)
 
     def used_bytes(self, cfd: int) -> int:
         """Bytes held in the cache: copies, stagings in progress and trash."""
@@ -327,14 +329,15 @@ class DatasetCopyProvider(BuiltinProvider):
             self._sweep(cfd, dataset)
             if lstat_at(cfd, dataset) is not None:
                 present = self._present(cfd, dataset, record, verify=False)
-                if present.state == "available" and expected in (None, present.spec["digest"]):
+                if (present.state == CopyState.AVAILABLE
+                        and expected in (None, present.spec["digest"])):
                     return ChangeMade(present, {"staged": False})  # already there and intact
             with open_source(source) as src:
                 self._fits(source, *src)
                 form, digest, size = self._stage(cfd, dataset, source, src, expected)
         record = CopyRecord(dataset, form, digest, str(spec.get("source")))
         self.state.put_copy(record)
-        return ChangeMade(self.entry(dataset, "available", record, size), {"staged": True})
+        return ChangeMade(self.entry(dataset, CopyState.AVAILABLE, record, size), {"staged": True})
 
     def _fits(self, source: Path, sfd: int, st: os.stat_result) -> None:
         need = st.st_size

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from compiler.contract.provider_params import DirectoryParams
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import PRESENT, EntryKind
 from reconciler.protocol import (
     ACCESS_MODES,
     ErrorCode,
@@ -74,7 +75,8 @@ from reconciler.providers.safe_fs import (
     walk_dirs,
 )
 
-KINDS = {"volume": 1, "volume-dir": 2, "quota": 3, "job-dir": 3}
+KINDS = {EntryKind.VOLUME.value: 1, EntryKind.VOLUME_DIR.value: 2, EntryKind.QUOTA.value: 3,
+         EntryKind.JOB_DIR.value: 3}
 SCOPES = ("user", "project")
 OBSERVED_SPEC = frozenset({"path", "mode", "owner", "group", "retention"})  # from the tree
 
@@ -125,8 +127,8 @@ class DirectoryProvider(BuiltinProvider):
     kind = "directory"
     capabilities = tuple(KINDS)
     offers: ClassVar[Mapping[str, Offer]] = {
-        "expand": Offer(("quota", "volume-dir")),
-        "publish": Offer(("volume-dir",), ACCESS_MODES),
+        "expand": Offer((EntryKind.QUOTA.value, EntryKind.VOLUME_DIR.value)),
+        "publish": Offer((EntryKind.VOLUME_DIR.value,), ACCESS_MODES),
     }
     unsupported: ClassVar[Mapping[str, str]] = {
         "snapshot": "a directory tree on a plain filesystem has no point-in-time copy: one "
@@ -257,7 +259,8 @@ class DirectoryProvider(BuiltinProvider):
         declared = vol.declared
         amount = declared.get("amount")
         return Entry(
-            id=f"volume/{vol.name}", kind="volume", state="available", source=LIVE_SOURCE,
+            id=f"volume/{vol.name}", kind=EntryKind.VOLUME.value, state=PRESENT.value,
+            source=LIVE_SOURCE,
             provider=self.name, amount=vfs.f_blocks * vfs.f_frsize if amount is None else amount,
             attributes=dict(declared.get("attributes") or {}),
             spec={**(declared.get("spec") or {}), **spec},
@@ -284,8 +287,8 @@ class DirectoryProvider(BuiltinProvider):
         if READ_ONLY in pubs.values() and st.st_mode & WRITE_BITS:
             spec["read_only_intact"] = False
         return Entry(
-            id=f"volume-dir/{vol.name}/{user}", kind="volume-dir", state="available",
-            source=LIVE_SOURCE, provider=self.name, spec=spec,
+            id=f"volume-dir/{vol.name}/{user}", kind=EntryKind.VOLUME_DIR.value,
+            state=PRESENT.value, source=LIVE_SOURCE, provider=self.name, spec=spec,
         )
 
     def quota_entry(self, q: Quota, vol: Volume | None = None) -> Entry:
@@ -293,7 +296,8 @@ class DirectoryProvider(BuiltinProvider):
         if vol is not None:
             spec["path"] = vol.path  # the compiled quota names its volume's path too
         return Entry(
-            id=f"quota/{q.volume}/{q.scope}/{q.subject}", kind="quota", state="available",
+            id=f"quota/{q.volume}/{q.scope}/{q.subject}", kind=EntryKind.QUOTA.value,
+            state=PRESENT.value,
             source=LIVE_SOURCE, provider=self.name, location=f"volume/{q.volume}",
             amount=q.limit, spec=spec,
         )
@@ -304,7 +308,7 @@ class DirectoryProvider(BuiltinProvider):
             with open_trusted_dir(self.base, "base") as fd:
                 vfs = os.fstatvfs(fd)
         else:
-            _, (name,) = id_parts(target, {"volume": 1})
+            _, (name,) = id_parts(target, {EntryKind.VOLUME: 1})
             with self.existing_root(self.known_volume(name)) as fd:
                 vfs = os.fstatvfs(fd)
         total = vfs.f_blocks * vfs.f_frsize
@@ -322,10 +326,11 @@ class DirectoryProvider(BuiltinProvider):
     def _put(self, params: Mapping[str, Any], must_exist: bool) -> ChangeMade:
         entry = request_entry(params)
         kind, parts = id_parts(entry["id"], KINDS)
-        if kind == "job-dir":
+        if kind == EntryKind.JOB_DIR:
             raise invalid(f"{entry['id']} cannot be created or changed: {NOT_MADE_HERE}")
         putters: dict[str, Putter] = {
-            "volume": self.put_volume, "volume-dir": self.put_dir, "quota": self.put_quota,
+            EntryKind.VOLUME: self.put_volume, EntryKind.VOLUME_DIR: self.put_dir,
+            EntryKind.QUOTA: self.put_quota,
         }
         return putters[kind](parts, entry, must_exist)
 
@@ -419,15 +424,15 @@ class DirectoryProvider(BuiltinProvider):
         destroy = params.get("destroy") is True
         vol = self.volumes().get(parts[0])
         removed = False
-        if vol is not None and kind == "job-dir":
+        if vol is not None and kind == EntryKind.JOB_DIR:
             return self.evict(vol, eid, parts, params, destroy)
-        if vol is not None and kind == "quota":
+        if vol is not None and kind == EntryKind.QUOTA:
             _, scope, subject = parts
             if self.state.quota(vol.name, scope, subject) is not None:
                 self._run_quota(vol, scope, subject, 0)  # 0 = no limit for quota tools
                 self.state.drop_quota(vol.name, scope, subject)
                 removed = True
-        elif vol is not None and kind == "volume-dir":
+        elif vol is not None and kind == EntryKind.VOLUME_DIR:
             self._not_published(vol, eid, parts[1])
             removed = self._remove_dir(vol, parts[1], destroy)
             self.state.set_pending_owner(vol.name, parts[1], None)
@@ -572,11 +577,11 @@ class DirectoryProvider(BuiltinProvider):
         """Grow a quota to at least ``required_bytes`` (``volume-dir/<v>/<user>``: that
         user's quota on the volume); never shrink it. Runs the quota tool like any change."""
         req = ExpandParams.from_params(params)
-        kind, parts = id_parts(req.id, {"quota": 3, "volume-dir": 2})
-        vname, scope, subject = parts if kind == "quota" else (parts[0], "user", parts[1])
+        kind, parts = id_parts(req.id, {EntryKind.QUOTA: 3, EntryKind.VOLUME_DIR: 2})
+        vname, scope, subject = parts if kind == EntryKind.QUOTA else (parts[0], "user", parts[1])
         vol = self.known_volume(vname)
         qid = f"quota/{vname}/{scope}/{subject}"
-        if kind == "volume-dir":
+        if kind == EntryKind.VOLUME_DIR:
             with self._user_dir(vol, subject):
                 pass  # it must exist (NOT_FOUND) and be a directory, not a link
         quota = self.state.quota(vname, scope, subject)
@@ -625,7 +630,7 @@ class DirectoryProvider(BuiltinProvider):
         return ChangeMade(None, unpublish_dir(self.state, vol, user, None, req.location, ""))
 
     def _user_of(self, target: str) -> tuple[Volume, str]:
-        _, (vname, user) = id_parts(target, {"volume-dir": 2})
+        _, (vname, user) = id_parts(target, {EntryKind.VOLUME_DIR: 2})
         return self.known_volume(vname), user
 
     @contextmanager

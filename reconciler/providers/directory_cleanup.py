@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from compiler.core.units import format_utc
+from compiler.core.times import format_utc
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.directory_state import Aside, DirectoryState
 from reconciler.providers.safe_fs import DIR_FLAGS, lstat_at, open_dir_at, refused

@@ -22,13 +22,14 @@ from typing import Any
 from ClusterShell.RangeSet import RangeSet
 
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import PRESENT, EntryKind
 from reconciler.protocol import ProviderError
 from reconciler.providers.base import LIVE_SOURCE
 from reconciler.providers.directory_cleanup import Newest, Tree, changed, user_dir, walk_tree
 from reconciler.providers.names import invalid
 from reconciler.providers.safe_fs import lstat_at, open_dir_at, refused
 
-KIND = "job-dir"
+KIND = EntryKind.JOB_DIR.value
 JOB_ID = re.compile(r"[0-9]{1,20}")  # a job id, and an array index below it
 ATTEMPT = re.compile(r"attempt-([1-9][0-9]{0,8})")
 NOT_MADE_HERE = ("job directories are made by the worker as the user; the provider only "
@@ -105,7 +106,7 @@ def job_entry(provider: str, volume: str, user_path: str, user: str, job: str, t
     spec["last_write"] = int(tree.newest.when)
     if tree.unchecked is not None:
         spec["unchecked"] = tree.unchecked
-    return Entry(id=f"{KIND}/{volume}/{user}/{job}", kind=KIND, state="available",
+    return Entry(id=f"{KIND}/{volume}/{user}/{job}", kind=KIND, state=PRESENT.value,
                  source=LIVE_SOURCE, provider=provider, location=f"volume/{volume}",
                  amount=tree.usage, spec=spec)
 

@@ -53,13 +53,27 @@ def access_conflict(mode: object, pubs: Mapping[str, str], location: str,
     others = {loc: a for loc, a in sorted(pubs.items()) if loc != location}
     writers = [loc for loc, a in others.items() if a == READ_WRITE]
     readers = [loc for loc, a in others.items() if a == READ_ONLY]
+    return (_mode_conflict(mode, location, access, shared=bool(others), writers=writers)
+            or _publication_conflict(access, writers, readers))
+
+
+def _mode_conflict(mode: object, location: str, access: str, *, shared: bool,
+                   writers: list[str]) -> str | None:
+    """Why the volume's CSI access mode forbids this publish (``shared``: the directory is
+    published elsewhere too); None if it does not."""
     if access == READ_WRITE and mode in ("single-node-reader-only", "multi-node-reader-only"):
         return f"the volume's access mode is {mode}"
     if isinstance(mode, str) and mode.startswith("single-node") and (
-            not location.startswith("host/") or others):
+            not location.startswith("host/") or shared):
         return f"the volume's access mode is {mode}: one host at a time"
     if access == READ_WRITE and mode == "multi-node-single-writer" and writers:
         return f"the volume's access mode is {mode} and it is published read-write to {writers[0]}"
+    return None
+
+
+def _publication_conflict(access: str, writers: list[str], readers: list[str]) -> str | None:
+    """Why the directory's other publications forbid this one: a read-only publish takes
+    the writes of every location away, so it shares with no writer; None if they do not."""
     if access == READ_ONLY and writers:
         return f"it is published read-write to {writers[0]}; a read-only publish would take " \
                "that location's writes away (unpublish it first)"

@@ -14,22 +14,19 @@ from typing import Any
 from compiler.core.names import path_unsafe_reason
 from reconciler.protocol import ErrorCode, ProviderError
 
-MAX_NAME_BYTES = 255
-
 
 def invalid(message: str) -> ProviderError:
     return ProviderError(ErrorCode.INVALID_ARGUMENT, message)
 
 
 def safe_name(value: object, what: str) -> str:
-    """``value`` if it is usable as one path component, else INVALID_ARGUMENT."""
+    """``value`` if it is usable as one path component (``path_unsafe_reason``, which also
+    holds it to ``compiler.core.names.MAX_NAME_BYTES``), else INVALID_ARGUMENT."""
     if not isinstance(value, str):
         raise invalid(f"{what} must be a string, got {value!r}")
     reason = path_unsafe_reason(value)
     if reason is not None:
         raise invalid(f"{what} {value!r} is not path-safe: {reason}")
-    if len(value.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
-        raise invalid(f"{what} {value[:40]!r}… is longer than {MAX_NAME_BYTES} bytes")
     return value
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from compiler.contract.bindings import BindingError, Bindings, ProviderBinding
 from compiler.core.private import private_dir
-from compiler.core.secrets import redact_text, secret_values
+from compiler.core.secrets import Redactor
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
 from reconciler.providers.base import state_dir
 from reconciler.transports import BuiltinTransport, ExecTransport, JsonLinesTransport, Transport
@@ -56,7 +56,7 @@ class Bound:
 
     def _scrub(self, text: str) -> str:
         """A provider may echo a resolved secret in its error; it is never shown."""
-        return redact_text(text, secret_values(self.secrets.values()))
+        return Redactor.of(self.secrets.values()).text(text)
 
     def close(self) -> None:
         self.inner.close()

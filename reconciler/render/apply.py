@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from compiler.cli.formats import Formats
-from compiler.cli.problem_render import fold_subjects, generic, group_by_subject, problem_to_json
+from compiler.cli.problem_render import generic, group_by_subject
 from compiler.core.canonical import dumps
+from compiler.core.hostlist import fold_subjects
 from compiler.core.problems import Problem
 from compiler.core.textstyle import Style
 from reconciler.apply import codes
-from reconciler.apply.report import ApplyReport, FollowOn, Outcome, Status
+from reconciler.apply.report import ApplyReport, FollowOn, Outcome, Status, waiting_text
 from reconciler.render.common import entries, unknown_by_provider
 
 
@@ -91,15 +92,6 @@ def _skipped_lines(skipped: Sequence[Outcome]) -> list[str]:
         if hint:
             out.append(f"    hint: {hint}")
     return out
-
-
-def waiting_text(outcomes: Sequence[Outcome]) -> str:
-    """``create host/gn[001-064], counter/gpu@host/gn[001-064]; update host-group/gpu``:
-    the entries per verb, folded as hostlists are."""
-    by_verb: dict[str, list[str]] = {}
-    for o in outcomes:
-        by_verb.setdefault(o.action.verb.value, []).append(o.action.entry)
-    return "; ".join(f"{verb} {fold_subjects(ids)}" for verb, ids in by_verb.items())
 
 
 def _follow_on_line(follow_on: FollowOn) -> str:
@@ -206,9 +198,9 @@ def report_json(report: ApplyReport) -> dict[str, Any]:
         "counts": report.counts(),
         "actions": [_outcome_json(o) for o in report.outcomes],
         "follow_on": [_follow_on_json(f) for f in report.follow_ons()],
-        "stale": [problem_to_json(p) for p in report.stale],
-        "stopped": None if report.stopped is None else problem_to_json(report.stopped),
-        "notices": [problem_to_json(p) for p in report.notices],
+        "stale": [p.to_json() for p in report.stale],
+        "stopped": None if report.stopped is None else report.stopped.to_json(),
+        "notices": [p.to_json() for p in report.notices],
         "unknown": [n.to_json() for n in report.unknown],
     }
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from compiler.cli.problem_render import fold_subjects
-from reconciler.render.common import TEXT_LIMIT, shorten
+from compiler.core.hostlist import fold_subjects
+from compiler.core.text_limits import TEXT_LIMIT, shorten
 
 FEW = 3  # items every section keeps before the rest of the room is shared
 _MORE_SLACK = 40  # what ``shorten`` may add to the reserved "more" line

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from compiler.cli.problem_render import fold_subjects
+from compiler.core.hostlist import fold_subjects
+from compiler.core.text_limits import TEXT_LIMIT, shorten
 from compiler.core.types import COUNT_COUNTERS
 from compiler.core.units import SIZE_UNITS, format_size
 from reconciler.plan.codes import FOUND_NOT_MADE
@@ -20,20 +21,6 @@ NOTE_TITLES = {
     "pending": "Pending (waiting, no action)",
     "co_managed": "Co-managed (not ours, never touched)",
 }
-
-
-# Longest value shown whole: a live id or value may be huge (a provider's bug or a hostile
-# inventory), and a plan must stay readable and small. The plan JSON and file keep it all.
-DISPLAY_LIMIT = 200
-TEXT_LIMIT = 1000  # reasons and messages: they name ids and carry a provider's words
-
-
-def shorten(text: str, limit: int = DISPLAY_LIMIT) -> str:
-    """``text`` if short enough, else its start and end around how much was left out."""
-    if len(text) <= limit:
-        return text
-    head, tail = text[: limit * 3 // 4], text[-(limit // 8):]
-    return f"{head}…[{len(text) - len(head) - len(tail)} more characters]…{tail}"
 
 
 def entries(n: int) -> str:

@@ -16,9 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from compiler.cli.problem_render import fold_subjects
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import EntryKind
 from compiler.core.canonical import dumps
+from compiler.core.hostlist import fold_subjects
+from compiler.core.text_limits import TEXT_LIMIT, shorten
 from compiler.core.textstyle import Style
 from compiler.policy.review_render import render_markdown as review_markdown
 from compiler.policy.review_render import render_text as review_text
@@ -32,12 +34,10 @@ from compiler.site_repo.config_diff import (
 from reconciler.plan.model import Plan
 from reconciler.render.budget import Fair, Item, Section, cell, fenced
 from reconciler.render.common import (
-    TEXT_LIMIT,
     Counted,
     counter_what,
     entries,
     fold_counters,
-    shorten,
     value,
 )
 from reconciler.render.jsonfmt import plan_json
@@ -121,7 +121,7 @@ def render_text(diff: ConfigDiff, style: Style | None = None) -> str:
 def _counted(group: EntryGroup) -> list[Counted] | None:
     """The group's counters as folded lines show them (None: not counters, or a change of
     more than their amount)."""
-    if group.kind != "counter":
+    if group.kind != EntryKind.COUNTER:
         return None
     if not group.changes:
         if any(e.amount is None for e in group.entries):

@@ -26,12 +26,14 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from compiler.cli.formats import Formats
 from compiler.core.problems import UserError, Where
+from compiler.core.text_limits import shorten
 from compiler.core.textstyle import Style
+from compiler.core.times import format_utc
 from reconciler.drift import codes
 from reconciler.drift.fold import fold
 from reconciler.drift.model import Category, DriftReport
 from reconciler.drift.site_loader import SiteLoader
-from reconciler.render.common import shorten, value
+from reconciler.render.common import value
 
 SITE_TEMPLATES = Path("templates") / "drift"  # inside the site folder
 TEMPLATE_OF = {"text": "report.txt.j2", "markdown": "report.md.j2", "html": "report.html.j2"}
@@ -39,7 +41,7 @@ _SUFFIX = ".j2"
 
 
 def _when(at: datetime | None) -> str:
-    return "" if at is None else at.strftime("%Y-%m-%d %H:%M UTC")
+    return "" if at is None else format_utc(at, "minutes")
 
 
 def _cell(text: object) -> str:

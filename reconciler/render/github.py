@@ -21,7 +21,7 @@ from compiler.cli.problem_render import workflow_command
 from compiler.contract.supply_map import Entry
 from compiler.core.problems import Severity, Where
 from reconciler.plan.model import Action, Group, Plan, Verb
-from reconciler.planner.deps import parents
+from reconciler.plan.parents import parents
 from reconciler.render.common import change_lines, group_actions, outcome_line, summary_line
 
 STEP_LIMIT = 10  # annotations of each level (error, warning, notice) GitHub shows per step

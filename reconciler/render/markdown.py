@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from compiler.cli.problem_render import render_markdown as render_problems
+from compiler.contract.vocabulary import EntryKind
+from compiler.core.text_limits import TEXT_LIMIT, shorten
 from reconciler.plan.model import Action, Group, Note, Plan, Verb
 from reconciler.render.budget import Fair, Item, Section, cell, fenced, size
 from reconciler.render.common import (
     NOTE_TITLES,
-    TEXT_LIMIT,
     ActionGroup,
     Counted,
     action_line,
@@ -28,19 +29,19 @@ from reconciler.render.common import (
     fold_counters,
     group_actions,
     outcome_line,
-    shorten,
     summary_line,
     symbol,
     unknown_groups,
 )
 
-GITHUB_LIMIT = 65_536  # the most characters GitHub accepts in a comment
-LIMIT = 60_000  # what the plan may use of it: room for a heading the CI job adds
+# What the plan may use of the most characters GitHub takes in a comment (65,536:
+# reconciler.pr.github.BODY_LIMIT): room for a heading the CI job adds.
+LIMIT = 60_000
 _RESERVE = 1_000  # room for the truncation note
 _MAX_PROBLEMS = 50  # each is a table row of up to a few hundred characters
 _DIFF_SYMBOL = {"+": "+", "~": "!", "-": "-"}  # "!" is how diff highlighting marks a change
 
-__all__ = ["GITHUB_LIMIT", "LIMIT", "cell", "fenced", "render_markdown"]
+__all__ = ["LIMIT", "cell", "fenced", "render_markdown"]
 
 
 def _header(plan: Plan) -> list[str]:
@@ -66,7 +67,7 @@ def _header(plan: Plan) -> list[str]:
 
 def _counted(a: Action) -> Counted | None:
     """A counter action a folded line can show: created, removed, or only its amount changed."""
-    if a.kind != "counter" or any(c.path != "amount" for c in a.changes):
+    if a.kind != EntryKind.COUNTER or any(c.path != "amount" for c in a.changes):
         return None
     if a.changes:
         before, after = a.changes[0].before, a.changes[0].after
@@ -87,7 +88,7 @@ def _action_items(group: ActionGroup) -> Iterator[Item]:
     """One item per action, in apply order; counters folded by host and amounts."""
     sign = _DIFF_SYMBOL[symbol(group.verb)]
     provider = f"  [{shorten(group.provider)}]" if group.provider else ""
-    counted = [_counted(a) for a in group.actions] if group.kind == "counter" else []
+    counted = [_counted(a) for a in group.actions] if group.kind == EntryKind.COUNTER else []
     if counted and all(c is not None for c in counted):
         for line, tail, ids in fold_counters(c for c in counted if c is not None):
             yield [f"{sign} {fenced(f'{group.verb:<8} {line}{provider}{tail}')}"], ids

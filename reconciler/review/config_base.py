@@ -16,9 +16,10 @@ from typing import Any
 import git
 
 from compiler.contract.supply_map import SupplyMap
+from compiler.core.git import find_commit, is_shallow, repository, top, work_tree_of
 from compiler.core.problems import Problems, UserError
-from compiler.policy.compile import compile_policies, locate_policies, work_tree_of
-from compiler.policy.gitsource import find_commit, inside, is_shallow
+from compiler.policy.compile import compile_policies, locate_policies
+from compiler.policy.gitsource import inside
 from compiler.policy.site import load_site_policy_files
 from compiler.site_repo.config_diff import ConfigDiff, config_diff
 from compiler.site_repo.site_at import compile_site_at, same_tree
@@ -26,12 +27,13 @@ from reconciler.plan import codes
 
 
 def _repository(site_dir: Path) -> git.Repo:
-    top = work_tree_of(site_dir)
-    if top is None:
+    top_dir = work_tree_of(site_dir)
+    repo = None if top_dir is None else repository(top_dir, parents=False)
+    if repo is None:
         raise UserError([codes.problem(
             codes.BASE_NOT_IN_GIT, f"the site folder {site_dir} is not in a git repository: "
             "--base compares it with a revision of its repository", str(site_dir))])
-    return git.Repo(top)
+    return repo
 
 
 def _fetch_hint(repo: git.Repo, rev: str) -> str:
@@ -65,8 +67,7 @@ def base_commit(repo: git.Repo, rev: str) -> git.Commit:
 def _outside(repo: git.Repo, policies: Path | None) -> str | None:
     """The note for ``--policies`` outside the repository: it has no base revision, so the
     allowlists are not compared."""
-    top = Path(repo.working_tree_dir or ".").resolve()
-    if policies is None or policies.resolve().is_relative_to(top):
+    if policies is None or policies.resolve().is_relative_to(top(repo).resolve()):
         return None
     return (f"the policies folder {policies} is not in the site's repository, so it has no "
             "base revision: the opcodes are not compared")

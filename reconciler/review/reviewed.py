@@ -18,15 +18,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import git
-
 from compiler.cli.runner import EXIT_UNREVIEWED, Refusal
+from compiler.core.git import branch_of
 from compiler.core.problems import Problem, Severity, UserError
+from compiler.core.times import format_utc
 from reconciler.pipeline import Desired, gather, plan_for, recorded_attempts
 from reconciler.plan import codes
 from reconciler.plan.file import SavedPlan, parse_plan
 from reconciler.plan.model import Plan
-from reconciler.review.origin import Origin
+from reconciler.plan.origin import Origin
+from reconciler.planner.settings import read_settings
 from reconciler.state import StateStore, open_store
 from reconciler.state.store import RecordedPlan
 
@@ -47,11 +48,6 @@ def short(value: str) -> str:
     return value.removeprefix("sha256:")[:SHORT]
 
 
-def site_of(desired: Desired) -> str:
-    """The site's key in the store, as ``set_applied`` names it."""
-    return desired.supply.site or desired.supply.owner
-
-
 def commit_of(desired: Desired) -> str:
     """The git commit the site was compiled at; ``""`` when it is not in git."""
     return desired.supply.revision or ""
@@ -64,7 +60,7 @@ def _at(commit: str) -> str:
 def _described(record: RecordedPlan) -> str:
     branch = f", branch {record.branch}" if record.branch else ""
     return (f"{_at(record.commit)} (desired {short(record.desired_digest)}{branch}, recorded "
-            f"{record.recorded_at:%Y-%m-%d %H:%M:%S} UTC)")
+            f"{format_utc(record.recorded_at, 'seconds')})")
 
 
 # -- xce-plan --record ---------------------------------------------------------------------
@@ -72,12 +68,7 @@ def _described(record: RecordedPlan) -> str:
 def checkout_branch(site: Path | None) -> str:
     """The git branch checked out where the site is: a recorded plan's branch when
     ``--branch`` is not given; ``""`` on a detached HEAD (a CI checkout) or outside git."""
-    if site is None:
-        return ""
-    try:
-        return git.Repo(site, search_parent_directories=True).active_branch.name
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, TypeError, ValueError):
-        return ""
+    return "" if site is None else branch_of(site)
 
 
 def record(state: str | None, default: Path, desired: Desired, data: bytes,
@@ -86,7 +77,7 @@ def record(state: str | None, default: Path, desired: Desired, data: bytes,
     $XCE_STATE_URL, else ``default``): the one the plan's origin names. The older pending
     plans of ``branch`` are superseded."""
     with open_store(state, default) as store:
-        return store.record_plan(site_of(desired), desired.digest, commit_of(desired), data,
+        return store.record_plan(desired.supply.site_key, desired.digest, commit_of(desired), data,
                                  branch)
 
 
@@ -110,7 +101,7 @@ def not_recorded() -> Problem:
 def find_reviewed(store: StateStore, desired: Desired) -> Reviewed | None:
     """The newest pending plan for the digest ``desired`` compiles to, made against this
     very store (XCE768 otherwise: a copied database is not where it was reviewed)."""
-    found = store.pending_plan(site_of(desired), desired.digest)
+    found = store.pending_plan(desired.supply.site_key, desired.digest)
     if found is None:
         return None
     recorded, raw = found
@@ -143,7 +134,7 @@ def fresh_plan(desired: Desired, workdir: Path, store: StateStore, destroy: bool
     errors = [p for p in live.problems if p.severity is Severity.ERROR]
     if errors:
         raise UserError(errors)
-    applied = store.get_applied(site_of(desired)) is not None
+    applied = store.get_applied(desired.supply.site_key) is not None
     return plan_for(desired, live, now=time.time(), destroy=destroy, applied_before=applied,
                     attempts=recorded_attempts(store, desired))
 
@@ -155,7 +146,7 @@ def nothing_line(desired: Desired) -> str:
 def refusal(store: StateStore, desired: Desired, site_dir: Path, plan: Plan) -> Refusal:
     """XCE770, exit 4: the config has changes and no reviewed plan; says which plans are
     pending review instead, and how to get one reviewed."""
-    site = site_of(desired)
+    site = desired.supply.site_key
     pending = store.pending_plans(site, PENDING_SHOWN + 1)
     if pending:
         more = "; and older ones" if len(pending) > PENDING_SHOWN else ""
@@ -188,8 +179,8 @@ def stale_hints(stale: Sequence[Problem], site_dir: Path) -> tuple[Problem, ...]
 
 
 def allows_unreviewed(desired: Desired) -> bool:
-    """``site: {unreviewed_apply: allow}`` (compiler/compile.settings_of carries it)."""
-    return desired.supply.settings.get("unreviewed_apply") == "allow"
+    """``site: {unreviewed_apply: allow}`` (compiler/emit/settings.py carries it)."""
+    return read_settings(desired.supply.settings).unreviewed_apply == "allow"
 
 
 def allowed_notice(desired: Desired) -> Problem:

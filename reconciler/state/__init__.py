@@ -3,6 +3,23 @@
 ``open_store`` picks the backend from ``--state`` (or ``XCE_STATE_URL``): a plain path
 or ``sqlite:`` URL opens SQLite, ``postgresql://`` / ``postgres://`` opens PostgreSQL.
 Either way the store's schema is migrated to this code's version on open.
+
+The store is one class, ``SqlStore`` (``sql_store.py``; the rest of the code calls it
+``StateStore``), mixed from one class per concern over a shared connection:
+
+- ``connection.py``: the backend behind a mutex, transactions, the store's clock, reconnecting
+- ``locks.py``: locks (TTL leases) and fencing epochs
+- ``journal.py``: runs and the apply journal
+- ``history.py``: applied configurations, plans recorded for review, drift history
+- ``ledger.py``: the drift ledger
+- ``notifications.py``: telling the ledger's drift, under a lease
+- ``generations.py``: provider generations
+- ``attempts.py``: provisioning attempts
+- ``inventory_counts.py``: the shrink guard's counts and the journal's removals
+- ``sql_store.py``: the whole store (migrated on open), its identity and plan-signing key
+
+Its records are in ``store.py`` and its failures in ``errors.py``; ``dialect.py``,
+``sqlite_backend.py`` and ``postgres_backend.py`` talk to the databases.
 """
 
 from __future__ import annotations
@@ -23,14 +40,14 @@ from reconciler.state.store import (
     Lock,
     OpStatus,
     PlannedOp,
-    ProvisionAttempts,
     Run,
     RunStatus,
-    StateStore,
 )
 from reconciler.state.urls import PostgresTarget, parse_target, redact
 
 ENV_URL = "XCE_STATE_URL"
+
+StateStore = SqlStore  # the store, as the rest of the code names it
 
 __all__ = [
     "ENV_URL",
@@ -44,7 +61,6 @@ __all__ = [
     "LockLost",
     "OpStatus",
     "PlannedOp",
-    "ProvisionAttempts",
     "Run",
     "RunStatus",
     "StateError",

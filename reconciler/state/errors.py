@@ -7,9 +7,8 @@ the apply tell a lock held by another runner from a store that cannot be reached
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from compiler.core.problems import Hints, UserError
+from compiler.core.times import format_utc
 from reconciler.state.store import Lock
 
 # the codes, as in reconciler/apply/codes.py: named once, documented in docs/errors.md
@@ -60,7 +59,8 @@ class LockHeld(StateError):
         super().__init__(
             LOCK_HELD,
             f"lock {lock.name!r} is held by {lock.holder} (host {lock.host}{job}) since "
-            f"{_when(lock.acquired)}, lease until {_when(lock.expires)}{waited_text}",
+            f"{format_utc(lock.acquired, 'offset')}, lease until "
+            f"{format_utc(lock.expires, 'offset')}{waited_text}",
             label,
             "another apply is running: retry when it is done, or let this run wait for the "
             "lock; if that runner is gone, wait for its lease to expire or run "
@@ -76,14 +76,10 @@ class LockLost(StateError):
         if current is None:
             now = "nobody holds it now"
         elif current.holder == holder:  # found after a reconnect: nobody took it, yet
-            now = f"its lease ran out at {_when(current.expires)}"
+            now = f"its lease ran out at {format_utc(current.expires, 'offset')}"
         else:
             now = f"it is now held by {current.holder} (host {current.host})"
         super().__init__(LOCK_LOST, f"lock {name!r} is no longer held by {holder}; {now}", label)
-
-
-def _when(at: datetime) -> str:
-    return at.isoformat(timespec="seconds")
 
 
 def bad_url(text: str, why: str) -> StateError:

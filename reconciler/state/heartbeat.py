@@ -14,14 +14,15 @@ import threading
 import time
 
 from reconciler.state.errors import LockLost, StateError, store_failed
-from reconciler.state.store import Lock, StateStore
+from reconciler.state.locks import Locks
+from reconciler.state.store import Lock
 
 
 class Heartbeat:
     """``with Heartbeat(store, lock, ttl) as beat:`` … ``beat.check()`` between calls."""
 
     def __init__(
-        self, store: StateStore, lock: Lock, ttl: float, interval: float | None = None
+        self, store: Locks, lock: Lock, ttl: float, interval: float | None = None
     ) -> None:
         self._store = store
         self._name = lock.name

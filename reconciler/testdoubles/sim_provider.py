@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from compiler.cli.runner import UsageParser, run_cli
+from compiler.contract.vocabulary import EntryKind, HostState
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
-from reconciler.providers.base import ProviderSkeleton, request_targets
+from reconciler.providers.base import ProviderSkeleton
+from reconciler.providers.names import request_entry, request_id
 from reconciler.providers.opledger import fence, recorded
 
 STATE = Path("state.json")
@@ -95,13 +97,6 @@ class Account:
             raise
 
 
-def _entry(params: Any) -> dict[str, Any]:
-    entry = params.get("entry") if isinstance(params, Mapping) else None
-    if not isinstance(entry, Mapping) or not isinstance(entry.get("id"), str):
-        raise ProviderError(ErrorCode.INVALID_ARGUMENT, "params.entry with an 'id' is required")
-    return dict(entry)
-
-
 class Simulator(ProviderSkeleton[Account]):
     """The simulated account through the one provider skeleton: epoch, op_id replay and
     owner fencing as every in-process provider has them."""
@@ -124,18 +119,17 @@ class Simulator(ProviderSkeleton[Account]):
         entries: dict[str, Any] = book.state["entries"]
         book.state["generation"] += 1
         if request.verb == "delete":
-            named = request_targets(request.params)
-            ident = named[0] if named else "params.id"
+            ident = request_id(request.params)
             if ident not in entries:
                 raise ProviderError(ErrorCode.NOT_FOUND, f"{ident} does not exist")
             del entries[ident]
             return {"id": ident, "deleted": True}
-        entry = _entry(request.params)
+        entry = dict(request_entry(request.params))
         if request.verb == "create" and entry["id"] in entries:
             raise ProviderError(ErrorCode.ALREADY_EXISTS, f"{entry['id']} already exists")
         if request.verb == "update" and entry["id"] not in entries:
             raise ProviderError(ErrorCode.NOT_FOUND, f"{entry['id']} does not exist")
-        entry.update(owner=request.owner or None, state="available")
+        entry.update(owner=request.owner or None, state=HostState.AVAILABLE.value)
         spec = dict(entry.get("spec") or {})
         spec.setdefault("instance_id", "i-" + hashlib.sha256(entry["id"].encode()).hexdigest()[:12])
         # when it was made, to the microsecond: it names the instance (planner/backoff), and
@@ -160,7 +154,7 @@ class Simulator(ProviderSkeleton[Account]):
 
 class CloudSimulator(Simulator):
     kind = "cloud"
-    capabilities = ("instance",)
+    capabilities = (EntryKind.INSTANCE.value,)
 
 
 class LicenseSimulator(Simulator):
@@ -180,12 +174,9 @@ def handle(kind: str, req: Request) -> Reply:
 def failover(at: float) -> dict[str, Any]:
     """A standby proxy took over at ``at``: a new serving session, which the inventory
     reports from now on (a simulator with no failover yet reports none)."""
-    with open(".lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        state = _load()
+    with _locked() as state:
         state["failovers"] = state.get("failovers", 0) + 1
         state["session"] = {"id": f"failover-{state['failovers']}", "since": at}
-        _save(state)
         return dict(state["session"])
 
 

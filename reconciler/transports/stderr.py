@@ -1,7 +1,7 @@
 """A provider's stderr, redacted line by line, into ``<workdir>/providers/<name>/stderr.log``.
 
 External providers may print anything on stderr, a credential they were given included.
-Each complete line goes through ``compiler.core.secrets.redact_text`` before it is written, so
+Each complete line goes through ``compiler.core.secrets.Redactor.text`` before it is written, so
 a secret that arrives split across reads is still found; a line longer than
 ``MAX_LINE`` is dropped whole, never cut (a cut could split a secret). The log is created
 0600 (an existing one is made 0600), is never opened through a symbolic link, and moves
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from compiler.core.private import FILE_MODE, private_dir
-from compiler.core.secrets import redact_text, secret_values
+from compiler.core.secrets import Redactor
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.transports.base import named_error
 from reconciler.transports.process import spawn
@@ -57,7 +57,7 @@ class StderrLog:
         self.provider = provider
         self.path = path
         self.last_line = ""  # the last non-empty line, redacted, for error messages
-        self._values = secret_values(secrets)  # resolved once per provider process
+        self._redact = Redactor.of(secrets)  # resolved once per provider process
         self._fd = open_log(provider, path) if path is not None else None
         self._pending = bytearray()
         self._dropping = False  # inside a line longer than MAX_LINE
@@ -106,7 +106,7 @@ class StderrLog:
         return thread
 
     def _line(self, raw: bytes) -> None:
-        text = redact_text(raw.decode("utf-8", "backslashreplace").rstrip("\r"), self._values)
+        text = self._redact.text(raw.decode("utf-8", "backslashreplace").rstrip("\r"))
         if text.strip():
             self.last_line = text.strip()
         self._write(text)

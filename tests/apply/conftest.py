@@ -17,9 +17,10 @@ from typing import Any
 import orjson
 import pytest
 
+from compiler.contract.build_files import STATE_FILE
 from compiler.contract.supply_map import Entry, SupplyMap
 from reconciler.apply import ApplyOptions, ApplyReport, FreshPlan, RetryPolicy, apply
-from reconciler.pipeline import STATE_FILE, Desired, gather, load_desired, plan_for
+from reconciler.pipeline import Desired, gather, load_desired, plan_for
 from reconciler.plan.file import SavedPlan, Seal, save_plan
 from reconciler.plan.model import Plan
 from reconciler.review.origin import origin_here

@@ -21,8 +21,9 @@ import pytest
 import reconciler.cmds.apply as apply_cli
 import reconciler.cmds.map as map_cli
 import reconciler.cmds.plan as plan_cli
+from compiler.contract.build_files import STATE_FILE
 from reconciler.apply import ApplyOptions, ApplyReport, apply
-from reconciler.pipeline import STATE_FILE, Desired, gather, load_desired, plan_for
+from reconciler.pipeline import Desired, gather, load_desired, plan_for
 from reconciler.plan.file import SavedPlan
 from reconciler.plan.model import Plan, Verb
 from reconciler.state import StateStore, open_store

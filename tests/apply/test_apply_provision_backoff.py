@@ -22,11 +22,11 @@ from compiler.contract.supply_map import Entry, SupplyMap
 from reconciler.apply import FreshPlan, RetryPolicy
 from reconciler.cmds import map as map_cli
 from reconciler.pipeline import gather, plan_for, recorded_attempts
+from reconciler.plan.attempts import ProvisionAttempts
 from reconciler.plan.model import Action, Plan
 from reconciler.planner.backoff import instance_identity
 from reconciler.protocol import Request
 from reconciler.providers.base import state_dir
-from reconciler.state import ProvisionAttempts
 from reconciler.testdoubles.sim_provider import handle
 from tests.apply.conftest import OWNER, Site
 

@@ -224,6 +224,7 @@ def test_the_reader_reads_what_the_writer_wrote(kind: str, tmp_path: Path) -> No
     for name in bindings.names:
         binding = bindings.binding(name)
         assert binding.to_json() == doc["providers"][name]
+    assert bindings.to_json() == doc  # the proxies too
     assert isinstance(bindings.binding("x").params, BUILTIN_PARAMS[kind])
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from compiler.core.git import find_commit
 from compiler.core.problems import UserError
-from compiler.policy.gitsource import find_commit
 from reconciler.cmds.plan import main as plan_main
 from reconciler.pipeline import compile_desired
 from reconciler.plan import codes

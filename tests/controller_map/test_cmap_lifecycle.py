@@ -6,7 +6,8 @@ import itertools
 
 import pytest
 
-from reconciler.providers.controller_map.lifecycle import Event, HostState, Refused, next_state
+from compiler.contract.vocabulary import HostState
+from reconciler.providers.controller_map.lifecycle import Event, Refused, next_state
 
 # (state, event) -> state after; None = already done (no change). Pairs not listed refuse.
 LEGAL: dict[tuple[str, str], str | None] = {

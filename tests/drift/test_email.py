@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler.model.drift import Notify
-from reconciler.drift import email as mail_codes
-from reconciler.drift.email import SendFailed, send
+from compiler.contract.drift import Notify
+from reconciler.notify import email as mail_codes
+from reconciler.notify.email import SendFailed, send
 from reconciler.state import open_store
 from tests.drift.mailserver import (
     USER,

@@ -12,10 +12,11 @@ from typing import Any
 
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
-from compiler.model.drift import Notify
-from reconciler.drift import email, ledger
+from compiler.contract.drift import Notify
+from reconciler.drift import ledger
 from reconciler.drift.model import DriftReport, FieldDiff, Finding, tally
-from reconciler.drift.notify import Notice, Notifier
+from reconciler.notify import email
+from reconciler.notify.notifier import Notice, Notifier
 from reconciler.render.drift import Templates
 from reconciler.state import StateStore
 from tests.drift.mailserver import Inbox, Received, smtp_server

@@ -16,6 +16,7 @@ from typing import Any
 from syrupy.assertion import SnapshotAssertion
 
 from compiler.contract.supply_map import Entry, SupplyMap
+from compiler.core.globs import glob_matcher
 from compiler.core.secrets import Redactor
 from compiler.core.units import duration_seconds, duration_text
 from reconciler.drift.detect import Fixer, findings
@@ -23,7 +24,6 @@ from reconciler.drift.fold import fold, target_globs
 from reconciler.drift.model import Category, DriftReport, Finding, SinceLast
 from reconciler.drift.steps import FIX_PLAN, STEPS
 from reconciler.planner import make_plan
-from reconciler.planner.settings import glob_matcher
 from reconciler.render.drift import FORMATS, Shown
 from reconciler.state import StateStore
 from tests.drift.mailserver import Inbox, smtp_server

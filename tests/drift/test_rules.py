@@ -15,10 +15,10 @@ import pytest
 
 from compiler.cmds.compile import main as compile_main
 from compiler.compile import compile_site, located
+from compiler.contract.drift import CompiledDrift
 from compiler.core import codes
 from compiler.core.problems import Problems
 from compiler.model import drift as language
-from compiler.model.drift import CompiledDrift
 from reconciler.drift.model import Category, FieldDiff, Finding
 from reconciler.drift.rules import rules_of
 from reconciler.drift.screen import screen

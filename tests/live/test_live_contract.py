@@ -16,14 +16,13 @@ from typing import Any
 
 import pytest
 
-from compiler.contract.entry import HOST_STATES, LIVE_STATES, entry_errors
+from compiler.contract.entry import entry_errors
 from compiler.contract.supply_map import Entry, SupplyMap
+from compiler.contract.vocabulary import LIVE_STATES, HostState, JobState
 from reconciler.live import LiveResult, gather_live
 from reconciler.planner import make_plan
 from reconciler.protocol import ErrorCode, ProviderError
 from reconciler.providers.controller_map.entries import parse_entry
-from reconciler.providers.controller_map.jobs import JobState
-from reconciler.providers.controller_map.lifecycle import HostState
 
 OWNER = "site/test"
 
@@ -107,7 +106,7 @@ def test_the_declared_kinds_are_held(tmp_path: Path) -> None:
 
 def test_the_states_are_the_lifecycles_ones() -> None:
     """One list of states per kind: the controller map's lifecycle and jobs use the same."""
-    assert {s.value for s in HostState} == HOST_STATES
+    assert {s.value for s in HostState} == LIVE_STATES["host"]
     assert LIVE_STATES["job"] == {s.value for s in JobState}
 
 

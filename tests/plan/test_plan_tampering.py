@@ -20,8 +20,9 @@ import pytest
 
 import reconciler.cmds.apply as apply_cli
 import reconciler.cmds.plan as plan_cli
+from compiler.contract.build_files import STATE_FILE
 from compiler.core.canonical import digest_of, dumps
-from reconciler.pipeline import STATE_FILE, gather, load_desired
+from reconciler.pipeline import gather, load_desired
 from reconciler.plan.signature import sign
 from reconciler.state import open_store
 from tests.apply.small_site import write_site

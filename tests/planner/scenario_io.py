@@ -8,10 +8,10 @@ from typing import Any
 import orjson
 
 from compiler.contract.supply_map import SupplyMap
+from reconciler.plan.attempts import ProvisionAttempts
 from reconciler.plan.model import Plan
+from reconciler.plan.origin import Origin, PlannedStore
 from reconciler.planner import make_plan
-from reconciler.review.origin import Origin, PlannedStore
-from reconciler.state.store import ProvisionAttempts
 from reconciler.state.times import to_time
 
 SCENARIOS = Path(__file__).parent / "scenarios"

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from compiler.compile import compile_site
+from compiler.contract.settings import ProvisioningPolicy
 from compiler.core.problems import Problems, UserError
 from reconciler.plan.file import load_plan, save_plan
 from reconciler.plan.model import Plan
 from reconciler.planner import make_plan
-from reconciler.planner.settings import ProvisioningPolicy, read_settings
+from reconciler.planner.settings import read_settings
 from tests.planner.scenario_io import ORIGIN, attempts_of, load_maps, plan_scenario
 
 OWNER = "site/t"

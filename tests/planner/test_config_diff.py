@@ -18,12 +18,13 @@ import compiler.site_repo.site_at as site_at
 import reconciler.cmds.plan as plan_cli
 from compiler.contract.supply_map import Entry
 from compiler.core.problems import UserError
-from compiler.policy.gitsource import yaml_blobs
 from compiler.site_repo.config_diff import ConfigDiff, EntriesDiff, FieldChange, diff_entries
+from compiler.source.git_tree import yaml_blobs
 from compiler.source.yaml_source import SITE_POLICIES, find_yaml_files
 from reconciler.pipeline import compile_desired
 from reconciler.plan import codes
-from reconciler.render.markdown import GITHUB_LIMIT, LIMIT
+from reconciler.pr.github import BODY_LIMIT as GITHUB_LIMIT
+from reconciler.render.markdown import LIMIT
 from reconciler.review.config_base import against_base
 from tests.conftest import EXAMPLE_SITE
 from tests.e2e.workspace import E2E, CliRun, Workspace, run_plan

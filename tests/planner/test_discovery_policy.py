@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from compiler.contract.settings import Discovery
 from compiler.contract.supply_map import Entry, SupplyMap
 from compiler.core.name_patterns import name_matcher, pattern_problem
 from compiler.core.problems import UserError
 from reconciler.planner import make_plan, rules_groups
-from reconciler.planner.discovery_policy import Discovery
 from reconciler.planner.settings import read_settings
 
 OWNER = "site/t"

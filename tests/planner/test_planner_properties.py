@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from deepdiff import DeepDiff
 
+from compiler.contract.settings import DEFAULT_MANAGEMENT
 from compiler.contract.supply_map import Entry, SupplyMap
 from compiler.core.problems import UserError
 from reconciler.plan.file import plan_file_bytes
 from reconciler.planner import compare, make_plan
 from reconciler.planner.compare import field_changes, same_fields
-from reconciler.planner.kinds import DEFAULT_MANAGEMENT
 from tests.planner.scenario_io import ORIGIN, load_maps, scenario_names
 
 OWNER = "site/t"
@@ -126,7 +126,7 @@ def test_desired_digest_is_the_maps_content_digest_unless_given() -> None:
 def test_docs_list_the_management_defaults() -> None:
     """docs/plan.md is what admins read; it must say what the code does."""
     text = (Path(__file__).resolve().parents[2] / "docs" / "plan.md").read_text()
-    para = text[text.index("Defaults (`reconciler/planner/kinds.py`)"):]
+    para = text[text.index("Defaults (`compiler/contract/settings.py`)"):]
     para = " ".join(para[: para.index("for any other kind")].split())
     destructive, _, correct = para.partition("; `correct` for")
     for kind, level in DEFAULT_MANAGEMENT.items():

@@ -177,7 +177,7 @@ def test_markdown_caps_a_flood_of_guard_problems() -> None:
 
 
 def test_shorten_keeps_start_and_end_and_says_how_much_is_left_out() -> None:
-    from reconciler.render.common import shorten
+    from compiler.core.text_limits import shorten
 
     assert shorten("a" * 200) == "a" * 200
     cut = shorten("<" + "x" * 10_000 + ">")

@@ -13,7 +13,8 @@ import orjson
 import pytest
 
 import reconciler.cmds.plan as plan_cli
-from reconciler.render.markdown import GITHUB_LIMIT, LIMIT
+from reconciler.pr.github import BODY_LIMIT as GITHUB_LIMIT
+from reconciler.render.markdown import LIMIT
 
 SITE = {"owner": "site/t", "schema": 1, "site": "t"}
 

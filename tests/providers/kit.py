@@ -151,7 +151,8 @@ def notes_subject(kind: str) -> Callable[[Path], Subject]:
 
 
 def sim_subject(tmp_path: Path) -> Subject:
-    """The cloud simulator (``xce-sim-provider``), the test double the example site binds."""
+    """The cloud simulator (``python3 -m reconciler.testdoubles.sim_provider``), the test
+    double the example site binds."""
     command = [sys.executable, "-m", "reconciler.testdoubles.sim_provider", "cloud"]
     t = open_provider("sim-cloud", {"kind": "exec", "command": command, "timeout": 30}, tmp_path)
     return Subject("sim-cloud", t, lambda i: {"id": f"instance/i{i}", "kind": "instance",

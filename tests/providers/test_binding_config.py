@@ -60,7 +60,8 @@ def test_external_params_stay_free_form_through_the_typed_bindings(tmp_path: Pat
 @pytest.mark.parametrize(
     ("written", "fragment"),
     [(b"[]", "no 'providers' object"), (b'{"proxies": {}}', "no 'providers' object"),
-     (b"{", "not valid JSON")],
+     (b"{", "not valid JSON"),
+     (b'{"providers": {}, "proxies": {"p": {"active": ["x"]}}}', "proxy 'p' without a 'host'")],
 )
 def test_compiled_bindings_that_are_not_bindings_are_refused_naming_the_file(
     tmp_path: Path, written: bytes, fragment: str

@@ -2,8 +2,9 @@
 other field of a reply or a snapshot, and held against orphan removals by the planner.
 
 The providers are real: the cloud simulator run as an ``exec`` process, where a failover is
-what ``xce-sim-provider cloud --failover`` records in its state folder (a standby taking
-over), and the embedded controller map, restarted with ``xce-map restart``.
+what ``python3 -m reconciler.testdoubles.sim_provider cloud --failover`` records in its
+state folder (a standby taking over), and the embedded controller map, restarted with
+``xce-map restart``.
 """
 
 from __future__ import annotations

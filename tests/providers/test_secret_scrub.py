@@ -1,5 +1,5 @@
 """A provider that echoes a resolved secret, in its error or on its stderr, never gets it
-printed or written: one redaction (``compiler.core.secrets.redact_text``) for every transport."""
+printed or written: one redaction (``compiler.core.secrets.Redactor``) for every transport."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import reconciler.transports.stderr as stderr_module
-from compiler.core.secrets import redact_text, secret_values
+from compiler.core.secrets import Redactor
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request, resolve_secret
 from reconciler.providers.registry import BUILTINS, open_provider
 from reconciler.transports import Transport
@@ -186,8 +186,8 @@ def test_secret_values_cover_the_forms_a_provider_prints(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ODD_TOKEN", 'p@ss "word"/x')
     monkeypatch.setenv("SHORT_TOKEN", "abc")
-    values = secret_values(["env:ODD_TOKEN", "env:SHORT_TOKEN", "env:UNSET_TOKEN_X"])
-    assert set(values) == {'p@ss "word"/x', 'p@ss \\"word\\"/x', "p%40ss%20%22word%22%2Fx"}
-    assert redact_text('{"t": "p@ss \\"word\\"/x"} url=p%40ss%20%22word%22%2Fx', values) == (
+    redactor = Redactor.of(["env:ODD_TOKEN", "env:SHORT_TOKEN", "env:UNSET_TOKEN_X"])
+    assert set(redactor.values) == {'p@ss "word"/x', 'p@ss \\"word\\"/x', "p%40ss%20%22word%22%2Fx"}
+    assert redactor.text('{"t": "p@ss \\"word\\"/x"} url=p%40ss%20%22word%22%2Fx') == (
         '{"t": "(sensitive)"} url=(sensitive)')
-    assert redact_text("abc stays: too short to tell from a word", values).startswith("abc")
+    assert redactor.text("abc stays: too short to tell from a word").startswith("abc")

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from reconciler.state import ProvisionAttempts, StateStore
+from reconciler.plan.attempts import ProvisionAttempts
+from reconciler.state import StateStore
 
 AT = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 LATER = datetime(2026, 12, 1, 10, 40, tzinfo=UTC)

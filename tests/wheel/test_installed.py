@@ -20,6 +20,7 @@ pytestmark = [pytest.mark.wheel, pytest.mark.slow]
 SCRIPTS = sorted(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"])
 REPORTER = "      - supply.report\n      - supply.query\n"
 POLICY_FILES = ("guardrails.yaml", "opcodes.yaml", "roles.yaml")
+BUNDLED = "from compiler.core import bundled"  # where the installed package finds its data
 
 
 def _in_venv(installed: Installed, code: str, cwd: Path) -> str:
@@ -86,9 +87,7 @@ def _reporter(allowlists: Path) -> list[str]:
 def test_policies_option_makes_other_allowlists(installed: Installed, site: Path) -> None:
     """--policies with a copy of the installed policies where the reporter may query hosts."""
     work = site.parent
-    shipped = Path(
-        _in_venv(installed, "from compiler.core import bundled; print(bundled.policies_dir())", work)
-    )
+    shipped = Path(_in_venv(installed, f"{BUNDLED}; print(bundled.policies_dir())", work))
     assert shipped.is_relative_to(installed.venv)
     ours = shutil.copytree(shipped, work / "our-policies")
     roles = ours / "roles.yaml"
@@ -124,8 +123,6 @@ def test_every_console_script_runs(installed: Installed, tmp_path: Path) -> None
 
 def test_the_printed_schema_is_the_shipped_file(installed: Installed, tmp_path: Path) -> None:
     printed = installed.run(["xce-compile", "--schema"], cwd=tmp_path, check=True).stdout
-    shipped = Path(
-        _in_venv(installed, "from compiler.core import bundled; print(bundled.schema_file())", tmp_path)
-    )
+    shipped = Path(_in_venv(installed, f"{BUNDLED}; print(bundled.schema_file())", tmp_path))
     assert shipped.is_relative_to(installed.venv)
     assert printed == shipped.read_text(encoding="utf-8")

@@ -13,18 +13,18 @@ from typing import Any
 import orjson
 
 from compiler.contract.entry import entry_error
-from compiler.contract.supply_map import SOURCES, Entry
+from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import PRESENT, SOURCES, EntryKind, HostState, Source
 from compiler.core.names import shown
 from reconciler.protocol import ErrorCode, ProviderError
-from reconciler.providers.controller_map.lifecycle import HostState
 from reconciler.providers.controller_map.store import decode_docs
 
 # Every kind whose provider is the controller map (docs/architecture.md). Volume quotas
 # belong to the volume's directory provider; only pool quotas live here. Jobs are
 # recorded by reporters only (``jobs.py``).
-HELD_KINDS = (
-    "counter", "dataset", "host", "host-group", "job", "license", "quota", "storage-pool",
-)
+HELD_KINDS = tuple(sorted((EntryKind.COUNTER, EntryKind.DATASET, EntryKind.HOST,
+                           EntryKind.HOST_GROUP, EntryKind.JOB, EntryKind.LICENSE,
+                           EntryKind.QUOTA, EntryKind.STORAGE_POOL)))
 CHANGE_FIELDS = frozenset({"amount", "attributes", "spec"})
 # Spec keys the map itself records on a host, never a plan: when it entered its state
 # (``since``, the lifecycle) and when a reporter last told of it (``seen``, P8).
@@ -52,14 +52,7 @@ def _amount(value: Any, where: str) -> int | None:
     return value
 
 
-def parse_entry(doc: Any, *, provider: str) -> Entry:
-    """An entry a request carries, checked field by field (INVALID_ARGUMENT on the first
-    fault): what the map holds, then the contract every entry obeys (``entry_error``)."""
-    if not isinstance(doc, Mapping):
-        raise invalid("params.entry must be an entry object")
-    entry_id = doc.get("id")
-    if not isinstance(entry_id, str):
-        raise invalid("params.entry needs a string 'id'")
+def _held_kind(doc: Mapping[str, Any], entry_id: str) -> str:
     kind = doc.get("kind") or entry_id.partition("/")[0]  # ids are '<kind>/<name>'
     if not isinstance(kind, str):
         raise invalid(f"{shown(entry_id)}: kind must be a string")
@@ -68,26 +61,54 @@ def parse_entry(doc: Any, *, provider: str) -> Entry:
             f"{shown(entry_id)}: kind '{shown(kind)}' is not held by the controller map "
             f"(it holds {', '.join(HELD_KINDS)})"
         )
-    source = doc.get("source", "config")
+    return kind
+
+
+def _source(doc: Mapping[str, Any], entry_id: str) -> str:
+    source = doc.get("source", Source.CONFIG)
     if source not in SOURCES:
         raise invalid(f"{shown(entry_id)}: source must be one of {', '.join(SOURCES)}, "
                       f"not {source!r}")
+    return str(source)
+
+
+def _texts(doc: Mapping[str, Any], entry_id: str) -> tuple[str | None, str | None, str | None]:
+    """``location``, ``owner`` and ``state``, each a string when given."""
     location, owner, state = doc.get("location"), doc.get("owner"), doc.get("state")
     for key, value in (("location", location), ("owner", owner), ("state", state)):
         if value is not None and not isinstance(value, str):
             raise invalid(f"{shown(entry_id)}: {key} must be a string")
-    if kind == "quota" and not (location or "").startswith("pool/"):
+    return location, owner, state
+
+
+def _held_here(entry_id: str, kind: str, location: str | None, bound: object,
+               provider: str) -> None:
+    """Pool quotas only, and only entries bound to this provider (or to none)."""
+    if kind == EntryKind.QUOTA and not (location or "").startswith("pool/"):
         raise invalid(
             f"{shown(entry_id)}: the controller map holds pool quotas only (location "
             "'pool/<name>'); volume quotas belong to the volume's directory provider"
         )
-    bound = doc.get("provider")
     if bound is not None and bound != provider:
         raise invalid(f"{shown(entry_id)} is bound to provider '{bound}', not '{provider}'")
+
+
+def parse_entry(doc: Any, *, provider: str) -> Entry:
+    """An entry a request carries, checked field by field (INVALID_ARGUMENT on the first
+    fault): what the map holds, then the contract every entry obeys (``entry_error``)."""
+    if not isinstance(doc, Mapping):
+        raise invalid("params.entry must be an entry object")
+    entry_id = doc.get("id")
+    if not isinstance(entry_id, str):
+        raise invalid("params.entry needs a string 'id'")
+    kind = _held_kind(doc, entry_id)
+    source = _source(doc, entry_id)
+    location, owner, state = _texts(doc, entry_id)
+    _held_here(entry_id, kind, location, doc.get("provider"), provider)
     entry = Entry(
         id=entry_id,
         kind=kind,
-        state=state or "available",
+        state=state or PRESENT.value,
         source=source,
         provider=provider,
         location=location,
@@ -133,7 +154,7 @@ def claim_owner(entry_owner: str | None, request_owner: str) -> str | None:
 
 def with_state(entry: Entry, state: str, at: float) -> Entry:
     """The entry in a new state; a host records when it got there (``spec.since``)."""
-    if entry.kind != "host":
+    if entry.kind != EntryKind.HOST:
         return replace(entry, state=str(state))
     return replace(entry, state=str(state), spec={**entry.spec, "since": int(at)})
 
@@ -154,9 +175,9 @@ def new_entry(parsed: Entry, owner: str | None, at: float) -> Entry:
     """A created entry: hosts start ``expected`` (the join confirms them), the rest available."""
     spec = {k: v for k, v in parsed.spec.items() if k not in RECORDED}
     entry = replace(parsed, owner=owner, spec=spec)
-    if entry.kind == "host":
+    if entry.kind == EntryKind.HOST:
         return with_state(entry, HostState.EXPECTED, at)
-    return replace(entry, state="available")
+    return replace(entry, state=PRESENT.value)
 
 
 def changed_content(current: Entry, desired: Entry | None, changes: Any) -> Entry:

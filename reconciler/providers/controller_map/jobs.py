@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import EntryKind, JobState
 from reconciler.providers.controller_map.entries import invalid
 from reconciler.providers.controller_map.reporter import (
     Cause,
@@ -31,15 +32,9 @@ from reconciler.providers.controller_map.reporter import (
 )
 from reconciler.providers.controller_map.store import MapStore
 
-JOB_KIND = "job"
+JOB_KIND = EntryKind.JOB.value
 JOB_ID = re.compile(r"[0-9]{1,20}")  # the scheduler's job number; an array is one job
 NOT_PLANNED = "jobs are recorded by reporters (xce-map job …), not planned"
-
-
-class JobState(StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    FINISHED = "finished"
 
 
 class JobEvent(StrEnum):

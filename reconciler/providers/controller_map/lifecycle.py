@@ -12,23 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-
-class HostState(StrEnum):
-    EXPECTED = "expected"
-    JOINING = "joining"
-    AVAILABLE = "available"
-    DRAINING = "draining"
-    DRAINED = "drained"
-    RELEASED = "released"
-    LOST = "lost"
+from compiler.contract.vocabulary import HostState, Source
 
 
 class Event(StrEnum):
-    # reporter events
+    # reporter events: the last three are named after the state they report
     JOIN = "join"
-    AVAILABLE = "available"
-    LOST = "lost"
-    DRAINED = "drained"
+    AVAILABLE = HostState.AVAILABLE.value
+    LOST = HostState.LOST.value
+    DRAINED = HostState.DRAINED.value
     # plan actions
     DRAIN = "drain"
     RELEASE = "release"
@@ -105,7 +97,7 @@ class Refused(Exception):
 
 def awaiting_admission(source: str, owner: str | None) -> bool:
     """A discovered host nobody has admitted yet (it joined, but no config claims it)."""
-    return source == "discovered" and owner is None
+    return source == Source.DISCOVERED and owner is None
 
 
 def next_state(host: str, state: str, event: Event, *, awaiting: bool) -> HostState | None:

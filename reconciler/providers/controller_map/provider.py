@@ -21,6 +21,7 @@ from typing import Any
 
 from compiler.contract.provider_params import ControllerMapParams
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import EntryKind, HostState
 from reconciler.protocol import ErrorCode, ProviderError, Request
 from reconciler.providers.base import ProviderSkeleton
 from reconciler.providers.controller_map.entries import (
@@ -38,7 +39,6 @@ from reconciler.providers.controller_map.lifecycle import (
     PLAN_ACTIONS,
     RESTING,
     Event,
-    HostState,
     Refused,
     awaiting_admission,
     next_state,
@@ -146,11 +146,11 @@ class ControllerMapProvider(ProviderSkeleton[Txn]):
     def capacity(self, params: Mapping[str, Any]) -> dict[str, int]:
         """Storage-pool capacity; ``used`` is what pool quotas commit (the map holds no usage)."""
         with self.store.read() as tx:
-            rows = tx.amounts(("storage-pool", "quota"))
+            rows = tx.amounts((EntryKind.STORAGE_POOL.value, EntryKind.QUOTA.value))
         pools = {
             "pool/" + ident.removeprefix("storage-pool/"): amount or 0
             for kind, ident, _, amount in rows
-            if kind == "storage-pool"
+            if kind == EntryKind.STORAGE_POOL
         }
         wanted = params.get("id")
         if wanted is not None:
@@ -159,7 +159,8 @@ class ControllerMapProvider(ProviderSkeleton[Txn]):
                 raise ProviderError(ErrorCode.NOT_FOUND, f"no storage pool {wanted}")
             pools = {location: pools[location]}
         total = sum(pools.values())
-        used = sum(amount or 0 for kind, _, loc, amount in rows if kind == "quota" and loc in pools)
+        used = sum(amount or 0 for kind, _, loc, amount in rows
+                   if kind == EntryKind.QUOTA and loc in pools)
         return {"total": total, "used": used, "free": max(total - used, 0)}
 
     def change(self, book: Txn, request: Request) -> dict[str, Any]:
@@ -197,7 +198,7 @@ class ControllerMapProvider(ProviderSkeleton[Txn]):
         entry_owner = claim_owner(desired.owner, owner)
         current = tx.get(desired.id)
         if current is not None and (
-            current.kind != "host" or current.state != HostState.RELEASED
+            current.kind != EntryKind.HOST or current.state != HostState.RELEASED
         ):
             raise ProviderError(
                 ErrorCode.ALREADY_EXISTS, f"{desired.id} already exists ({current.state})"
@@ -222,7 +223,7 @@ class ControllerMapProvider(ProviderSkeleton[Txn]):
 
     def _step(self, host: Entry, event: Event, owner: str, now: float) -> Entry:
         """One lifecycle step a plan asks for (drain, release, admit, reject)."""
-        if host.kind != "host":
+        if host.kind != EntryKind.HOST:
             raise invalid(f"'{event.value}' applies to hosts; {host.id} is a {host.kind}")
         if event is Event.ADMIT and not owner:
             raise invalid(f"admitting {host.id} needs the request's owner tag")
@@ -239,7 +240,7 @@ class ControllerMapProvider(ProviderSkeleton[Txn]):
 
     def _delete(self, tx: Txn, params: Mapping[str, Any]) -> _Outcome:
         current = self._current(tx, _target_id(params, self._desired(params)))
-        if current.kind == "host" and not (
+        if current.kind == EntryKind.HOST and not (
             current.state in RESTING or awaiting_admission(current.source, current.owner)
         ):
             raise ProviderError(

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from compiler.contract.supply_map import Entry
+from compiler.contract.vocabulary import EntryKind, HostState
 from reconciler.providers.controller_map.entries import with_seen, with_state
 from reconciler.providers.controller_map.lifecycle import (
     Event,
-    HostState,
     Refused,
     awaiting_admission,
     next_state,
@@ -111,7 +111,8 @@ def record_batch(store: MapStore, event: str, ids: Sequence[str], step: Step) ->
 def discovered(host_id: str, provider: str, at: float) -> Entry:
     """A host that joined although no entry expected it: it waits for admission, unowned."""
     spec = {"since": int(at), "seen": int(at)}
-    return Entry(host_id, "host", HostState.JOINING.value, "discovered", provider, spec=spec)
+    return Entry(host_id, EntryKind.HOST.value, HostState.JOINING.value, "discovered", provider,
+                 spec=spec)
 
 
 def _host_step(event: Event, at: float, provider: str) -> Step:

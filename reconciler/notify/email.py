@@ -21,10 +21,11 @@ from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid, parseaddr
 from pathlib import Path
 
+from compiler.contract.drift import Notify, Smtp
 from compiler.core.file_io import write_atomic
 from compiler.core.problems import Hints, Problem, Severity, UserError
-from compiler.core.secrets import SecretError, redact_text, resolve, secret_values
-from compiler.model.drift import Notify, Smtp
+from compiler.core.secrets import Redactor, SecretError, resolve
+from compiler.core.times import format_utc
 from reconciler.drift.model import DriftReport
 from reconciler.render.drift import FORMATS, Shown
 
@@ -74,9 +75,9 @@ def compose(shown: Shown, notify: Notify, to: Sequence[str], title: str) -> Emai
     """A multipart/alternative message: the text report, then the HTML one. The report is
     redacted already; the SMTP password is masked too, should anything have echoed it."""
     password = notify.smtp.password
-    hidden = secret_values([password] if password is not None else [])
+    hidden = Redactor.of([password] if password is not None else [])
     message = EmailMessage()
-    message["Subject"] = redact_text(title, hidden)
+    message["Subject"] = hidden.text(title)
     message["From"] = notify.sender
     message["To"] = ", ".join(to)
     if notify.reply_to is not None:
@@ -85,8 +86,8 @@ def compose(shown: Shown, notify: Notify, to: Sequence[str], title: str) -> Emai
     message["Message-ID"] = make_msgid("xce-drift", domain=address(notify.sender).split("@")[1])
     message["Auto-Submitted"] = "auto-generated"  # RFC 3834: no vacation replies to it
     message["X-XCE-Site"] = shown.report.site
-    message.set_content(redact_text(FORMATS.render(shown, "text"), hidden))
-    message.add_alternative(redact_text(FORMATS.render(shown, "html"), hidden), subtype="html")
+    message.set_content(hidden.text(FORMATS.render(shown, "text")))
+    message.add_alternative(hidden.text(FORMATS.render(shown, "html")), subtype="html")
     return message
 
 
@@ -97,7 +98,7 @@ def address(written: str) -> str:
 
 def write_eml(folder: Path, mails: Sequence[Mail], site: str, at: datetime) -> list[Path]:
     """``--dry-run``: each message as an ``.eml`` file a mail client opens."""
-    stamp = at.strftime("%Y%m%dT%H%M%SZ")
+    stamp = format_utc(at, "stamp")
     paths = [folder / f"{site}-{stamp}-{i}.eml" for i in range(1, len(mails) + 1)]
     for path, mail in zip(paths, mails, strict=True):
         try:
@@ -120,11 +121,11 @@ class SendFailed(Exception):
 @dataclass(frozen=True, slots=True)
 class _Server:
     smtp: Smtp
-    hidden: tuple[str, ...]  # the password's forms, for redaction
+    hidden: Redactor  # the password's forms
 
     def why(self, err: OSError) -> str:
         """What went wrong, in words, without the password."""
-        return redact_text(_why(err, self.smtp.timeout), self.hidden)
+        return self.hidden.text(_why(err, self.smtp.timeout))
 
     @contextmanager
     def step(self, code: str, doing: str, sent: int = 0) -> Iterator[None]:
@@ -184,7 +185,7 @@ def _password(smtp: Smtp) -> str | None:
 def _session(smtp: Smtp) -> Iterator[tuple[smtplib.SMTP, _Server]]:
     """A connected, TLS-protected (as configured) and logged-in SMTP session."""
     password = _password(smtp)
-    server = _Server(smtp, secret_values([smtp.password] if smtp.password else []))
+    server = _Server(smtp, Redactor.of([smtp.password] if smtp.password else []))
     host, port = smtp.address.rsplit(":", 1)
     with server.step(TLS_FAILED, f"reading the CA certificates {smtp.ca_file or '(system)'}"):
         context = ssl.create_default_context(cafile=smtp.ca_file)

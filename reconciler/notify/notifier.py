@@ -11,22 +11,21 @@ period has passed since the last digest, the message lists all open drift, news 
 Routing: a drift that a route of ``drift.notify.routes`` takes (by kind, by provider)
 goes to that route's addresses, any other drift to ``drift.notify.to``. Each address gets
 one message with what concerns it; addresses concerned by the same drift share one.
+
+It prints nothing: a run returns a ``Notice`` of what it did, which the command shows.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from compiler.cli.runner import EXIT_ERROR
+from compiler.contract.drift import DIGEST_DAYS, CompiledDrift, MailRoute, Notify
 from compiler.core.problems import Problem, UserError
-from compiler.model.drift import DIGEST_DAYS, CompiledDrift, MailRoute, Notify
-from reconciler.drift import codes
-from reconciler.drift.email import (
+from reconciler.drift.model import Changed, DriftReport, Finding, SinceLast
+from reconciler.notify.email import (
     HINTS,
     NO_SETTINGS,
     Mail,
@@ -38,34 +37,25 @@ from reconciler.drift.email import (
     subject,
     write_eml,
 )
-from reconciler.drift.model import Changed, DriftReport, Finding, SinceLast
 from reconciler.render.drift import Shown, Templates
+from reconciler.state import StateStore
 from reconciler.state.errors import LockHeld, LockLost
 from reconciler.state.holder import current_holder
-from reconciler.state.store import DriftEntry, DriftPending, StateStore
+from reconciler.state.store import DriftEntry, DriftPending
 
 LEASE = 300.0  # seconds the notification lease lasts, plus ten SMTP timeouts
 DIGEST_SLACK = timedelta(hours=1)  # a nightly job a little early still sends the weekly digest
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--notify", action="store_true", help="mail what is new, changed or "
-                   "resolved since the last notification (and the digest when due) as the "
-                   "site's drift.notify says")
-    p.add_argument("--dry-run", type=Path, metavar="DIR", help="with --notify: write the "
-                   "messages into DIR as .eml files instead of sending them (nothing is "
-                   "marked notified)")
-
-
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """What notifying did, for the command's problems and exit code."""
+    """What notifying did: the lines that say so (for the command to print; not compared:
+    two notices that did the same are equal), the problems, and whether it failed (the
+    command's exit code)."""
 
+    said: tuple[str, ...] = field(default=(), compare=False)
     problems: tuple[Problem, ...] = ()
     failed: bool = False
-
-    def exit_code(self, code: int) -> int:
-        return EXIT_ERROR if self.failed else code
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,21 +157,13 @@ class Notifier:
     dry_run: Path | None = None
 
     @classmethod
-    def of(cls, args: argparse.Namespace, drift: CompiledDrift) -> Notifier:
-        """Refuses, before anything is gathered, what cannot notify."""
-        if args.dry_run is not None and not args.notify:
-            raise UserError([codes.problem(codes.USAGE, "--dry-run DIR goes with --notify",
-                                           hint="add --notify, or leave out --dry-run")])
-        if not args.notify:
-            return cls()
-        if args.no_record:
-            raise UserError([codes.problem(
-                codes.USAGE, "--notify tells what the drift ledger has not told yet, so it "
-                "records the run: leave out --no-record")])
+    def of(cls, drift: CompiledDrift, dry_run: Path | None = None) -> Notifier:
+        """The site's notifier (``dry_run``: the folder the messages are written to instead);
+        a site without drift.notify settings is refused, before anything is gathered."""
         if drift.notify is None:
             raise UserError([HINTS.problem(NO_SETTINGS, "--notify: the site has no "
                                            "drift.notify settings")])
-        return cls(drift.notify, args.dry_run)
+        return cls(drift.notify, dry_run)
 
     def run(self, report: DriftReport, templates: Templates, store: StateStore | None,
             at: datetime) -> Notice:
@@ -210,11 +192,11 @@ class _Mailer:
     def dry_run(self, folder: Path) -> Notice:
         out, _ = self._mails(self.store.pending_notifications(self.report.site))
         paths = write_eml(folder, out, self.report.site, self.at)
-        _say(f"Wrote {len(paths)} message(s) to {folder}/ instead of sending them "
-             "(--dry-run; nothing is marked notified)" if paths else _NOTHING)
-        for path in paths:
-            _say(f"  {path}")
-        return Notice()
+        if not paths:
+            return Notice((_NOTHING,))
+        return Notice((f"Wrote {len(paths)} message(s) to {folder}/ instead of sending them "
+                       "(--dry-run; nothing is marked notified)",
+                       *(f"  {path}" for path in paths)))
 
     def send(self) -> Notice:
         """Claim the news under the lease, send, and mark what went; a concurrent run that
@@ -224,7 +206,7 @@ class _Mailer:
             pending = self.store.claim_notifications(site, holder,
                                                      LEASE + 10 * self.settings.smtp.timeout)
         except LockHeld as held:
-            return Notice((busy(site, held.lock.holder),))
+            return Notice(problems=(busy(site, held.lock.holder),))
         try:
             return self._send(pending, holder.name)
         except BaseException:
@@ -246,22 +228,18 @@ class _Mailer:
                 sent = out[:err.sent]
         if not sent:
             self.store.release_notifications(site, holder)
-            _say("Sent no message: nothing is marked notified" if problems else _NOTHING)
-            return Notice(tuple(problems), failed=bool(problems))
+            said = "Sent no message: nothing is marked notified" if problems else _NOTHING
+            return Notice((said,), tuple(problems), failed=bool(problems))
         unsent = {p for m in out[len(sent):] for p in m.fingerprints}
         told = {p for m in sent for p in m.fingerprints} - unsent
         try:
             self.store.mark_notified(site, told, self.at, holder=holder,
                                      digest=digest and not problems)
         except LockLost as lost:  # sent, but the run that took the lease over sends it again
-            return Notice((*lost.problems, *problems), failed=True)
-        _say(f"Sent {len(sent)} message(s) through {self.settings.smtp.address}: "
-             + "; ".join(f"to {', '.join(m.recipients)}" for m in sent))
-        return Notice(tuple(problems), failed=bool(problems))
+            return Notice(problems=(*lost.problems, *problems), failed=True)
+        said = (f"Sent {len(sent)} message(s) through {self.settings.smtp.address}: "
+                + "; ".join(f"to {', '.join(m.recipients)}" for m in sent))
+        return Notice((said,), tuple(problems), failed=bool(problems))
 
 
 _NOTHING = "Nothing new since the last notification, and no digest due: no message sent"
-
-
-def _say(line: str) -> None:
-    sys.stderr.write(line + "\n")

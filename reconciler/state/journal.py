@@ -1,0 +1,273 @@
+"""Runs and the apply journal: every provider call, recorded before it is made.
+
+An op is journaled ``pending``, marked ``running`` before its call and closed by the call's
+outcome, so a resumed apply skips what is done and a crashed one leaves its calls in doubt
+until recovery (docs/apply.md). Op ids are idempotency keys: an op keeps one row whichever
+run sends it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+
+from compiler.core.canonical import dumps_compact
+from reconciler.state.connection import Connection, reconnecting
+from reconciler.state.dialect import Row
+from reconciler.state.store import JournalEntry, OpStatus, PlannedOp, Run, RunStatus
+from reconciler.state.times import to_maybe_time, to_time
+
+_RUN_COLUMNS = "run_id, plan_digest, holder, started, finished, status"
+_JOURNAL_COLUMNS = (
+    "op_id, run_id, action, entry_id, provider, status, attempts, error, started, finished, result"
+)
+_JOURNAL_J = ", ".join(f"j.{c.strip()}" for c in _JOURNAL_COLUMNS.split(","))
+# a string prefix test both databases run alike (LIKE would treat '_' and '%' in it as patterns)
+_STARTS_WITH = "substr({column}, 1, ?) = ?"
+# which rows an outcome may change besides 'done' ones (never changed): see journal_finish
+_FINISH_WHEN = {
+    OpStatus.DONE: "",
+    OpStatus.FAILED: " AND run_id = ?",
+    OpStatus.SKIPPED: " AND run_id = ? AND status <> 'running'",
+    OpStatus.RUNNING: " AND run_id = ? AND status = 'running'",
+}
+
+
+class Journal(Connection):
+    """Runs and the operation journal, over the store's connection."""
+
+    # -- runs --------------------------------------------------------------------------
+
+    @reconnecting
+    def start_run(self, run_id: str, plan_digest: str, holder: str) -> Run:
+        with self._write() as now:
+            self._execute(  # run ids are unique: a conflict is this very insert run again
+                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, NULL, ?) "
+                "ON CONFLICT (run_id) DO NOTHING",
+                run_id,
+                plan_digest,
+                holder,
+                now,
+                RunStatus.RUNNING.value,
+            )
+            return self._run(run_id)
+
+    @reconnecting
+    def finish_run(self, run_id: str, status: RunStatus) -> Run:
+        """Close the run; the ops it journaled but never sent (``pending``, no attempt) are
+        dropped: nobody will send them under this run, and a rerun of the same plan journals
+        them again from the plan."""
+        with self._write() as now:
+            if not self._execute(
+                "UPDATE runs SET status = ?, finished = ? WHERE run_id = ?",
+                status.value,
+                now,
+                run_id,
+            ):
+                raise LookupError(f"no run {run_id!r} in the state store")
+            self._execute(
+                "DELETE FROM journal WHERE run_id = ? AND status = 'pending' AND attempts = 0",
+                run_id,
+            )
+            return self._run(run_id)
+
+    @reconnecting
+    def get_run(self, run_id: str) -> Run | None:
+        with self._transaction(write=False):
+            rows = self._query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", run_id)
+        return _to_run(rows[0]) if rows else None
+
+    @reconnecting
+    def runs(
+        self, plan_digest: str | None = None, limit: int = 20, *, prefix: str | None = None
+    ) -> list[Run]:
+        """Most recent runs first, optionally only those of one plan, or whose run_id
+        starts with ``prefix`` (one site's, in a store that several sites share)."""
+        where: list[str] = []
+        params: list[Any] = []
+        if plan_digest:
+            where.append("plan_digest = ?")
+            params.append(plan_digest)
+        if prefix:
+            where.append(_STARTS_WITH.format(column="run_id"))
+            params += [len(prefix), prefix]
+        condition = f"WHERE {' AND '.join(where)} " if where else ""
+        with self._transaction(write=False):
+            rows = self._query(
+                f"SELECT {_RUN_COLUMNS} FROM runs {condition}ORDER BY started DESC, run_id LIMIT ?",
+                *params,
+                limit,
+            )
+        return [_to_run(row) for row in rows]
+
+    def _run(self, run_id: str) -> Run:
+        return _to_run(self._query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", run_id)[0])
+
+    # -- the journal -------------------------------------------------------------------
+
+    @reconnecting
+    def journal_add(self, run_id: str, ops: Iterable[PlannedOp]) -> None:
+        """Record ops as pending; ops already done keep their row, others join this run (an
+        op in doubt joins it still ``running``: only an outcome of its call ends the doubt)."""
+        rows = [
+            (op.op_id, run_id, op.action, op.entry_id, op.provider, OpStatus.PENDING.value)
+            for op in ops
+        ]  # a list: run again after a reconnect, it must yield the rows again
+        with self._write():
+            self._execute_many(
+                "INSERT INTO journal (op_id, run_id, action, entry_id, provider, status) "
+                "VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (op_id) DO UPDATE SET run_id = excluded.run_id, "
+                "status = CASE journal.status WHEN 'running' THEN 'running' "
+                "ELSE excluded.status END WHERE journal.status <> 'done'",
+                rows,
+            )
+
+    @reconnecting
+    def journal_start(self, run_id: str, op: PlannedOp) -> JournalEntry:
+        """Mark an op running before its call (attempts + 1); a done op is returned unchanged."""
+        with self._write() as now:
+            self._execute(
+                "INSERT INTO journal (op_id, run_id, action, entry_id, provider, status, "
+                "attempts, started) VALUES (?, ?, ?, ?, ?, 'running', 1, ?) "
+                "ON CONFLICT (op_id) DO UPDATE SET run_id = excluded.run_id, "
+                "status = 'running', attempts = journal.attempts + 1, "
+                "started = excluded.started, finished = NULL, error = NULL, result = NULL "
+                "WHERE journal.status <> 'done'",
+                op.op_id,
+                run_id,
+                op.action,
+                op.entry_id,
+                op.provider,
+                now,
+            )
+            entry = self._entry(op.op_id)
+        assert entry is not None  # inserted or kept in this very transaction
+        return entry
+
+    @reconnecting
+    def journal_finish(
+        self,
+        run_id: str,
+        op_id: str,
+        status: OpStatus,
+        *,
+        error: str | None = None,
+        result: Mapping[str, Any] | None = None,
+    ) -> JournalEntry:
+        """Record what became of an op in run ``run_id``; return the row as stored.
+
+        ``done``: the provider did it, whichever run asked (a done op stays done, its result
+        kept). ``failed``: only while the op is this run's (a superseded runner's late
+        failure cannot end the doubt of a newer run's call). ``skipped``: only for this
+        run's ops that are not in doubt. ``running``: this run's call ended without a known
+        outcome (a deadline): the error is kept and the op stays in doubt.
+        """
+        if status not in _FINISH_WHEN:
+            raise ValueError(f"journal_finish cannot record {status.value!r}")
+        encoded = None if result is None else dumps_compact(result).decode()
+        when = _FINISH_WHEN[status]
+        with self._write() as now:
+            # a done op stays done: a late finish (a superseded runner's failed call) must not
+            # turn it back into work, nor erase the result of the call that did it
+            self._execute(
+                "UPDATE journal SET status = ?, error = ?, result = ?, finished = ? "
+                f"WHERE op_id = ? AND status <> 'done'{when}",
+                status.value,
+                error,
+                encoded,
+                now,
+                op_id,
+                *((run_id,) if when else ()),
+            )
+            entry = self._entry(op_id)
+        if entry is None:
+            raise LookupError(f"no operation {op_id!r} in the journal")
+        return entry
+
+    @reconnecting
+    def journal_abandon(self, run_id: str, op_id: str, why: str) -> bool:
+        """Close as skipped an op that the dead run ``run_id`` left in doubt and that no plan
+        will send again; False when it has an outcome by now or another run adopted it."""
+        with self._write() as now:
+            return bool(self._execute(
+                "UPDATE journal SET status = 'skipped', error = ?, finished = ? "
+                "WHERE op_id = ? AND run_id = ? AND status = 'running'",
+                why,
+                now,
+                op_id,
+                run_id,
+            ))
+
+    @reconnecting
+    def journal(
+        self, *, run_id: str | None = None, plan_digest: str | None = None
+    ) -> list[JournalEntry]:
+        """The journal of one run or of every run of one plan, ordered by op_id."""
+        if (run_id is None) == (plan_digest is None):
+            raise ValueError("journal() needs exactly one of run_id and plan_digest")
+        if run_id is not None:
+            sql = f"SELECT {_JOURNAL_J} FROM journal j WHERE j.run_id = ?"
+        else:
+            sql = (
+                f"SELECT {_JOURNAL_J} FROM journal j JOIN runs r ON r.run_id = j.run_id "
+                "WHERE r.plan_digest = ?"
+            )
+        with self._transaction(write=False):
+            rows = self._query(sql + " ORDER BY j.op_id", run_id or plan_digest)
+        return [_to_entry(row) for row in rows]
+
+    @reconnecting
+    def in_doubt(self, run_prefix: str) -> list[JournalEntry]:
+        """Ops still ``running`` in runs whose run_id starts with ``run_prefix``, oldest run
+        first: their runner died (or was fenced off) during the call."""
+        with self._transaction(write=False):
+            rows = self._query(
+                f"SELECT {_JOURNAL_J} FROM journal j JOIN runs r ON r.run_id = j.run_id "
+                f"WHERE j.status = 'running' AND {_STARTS_WITH.format(column='r.run_id')} "
+                "ORDER BY r.started, j.op_id",
+                len(run_prefix),
+                run_prefix,
+            )
+        return [_to_entry(row) for row in rows]
+
+    @reconnecting
+    def done_op_ids(self, plan_digest: str) -> frozenset[str]:
+        """The ops of a plan that are done, so a resumed apply skips them."""
+        with self._transaction(write=False):
+            rows = self._query(
+                "SELECT j.op_id FROM journal j JOIN runs r ON r.run_id = j.run_id "
+                "WHERE r.plan_digest = ? AND j.status = 'done'",
+                plan_digest,
+            )
+        return frozenset(row[0] for row in rows)
+
+    def _entry(self, op_id: str) -> JournalEntry | None:
+        rows = self._query(f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE op_id = ?", op_id)
+        return _to_entry(rows[0]) if rows else None
+
+
+def _to_run(row: Row) -> Run:
+    run_id, digest, holder, started, finished, status = row
+    return Run(run_id, digest, holder, to_time(started), to_maybe_time(finished),
+               RunStatus(status))
+
+
+def _to_entry(row: Row) -> JournalEntry:
+    op_id, run_id, action, entry_id, provider, status, attempts, error, started, finished = row[:10]
+    result = None if row[10] is None else orjson.loads(row[10])
+    return JournalEntry(
+        op_id,
+        run_id,
+        action,
+        entry_id,
+        provider,
+        OpStatus(status),
+        int(attempts),
+        error,
+        to_maybe_time(started),
+        to_maybe_time(finished),
+        result,
+    )
