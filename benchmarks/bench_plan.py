@@ -43,16 +43,18 @@ from bench_compile import ChildRun, Clock, _mib, _now, _timer
 from deepdiff import DeepDiff
 
 import reconciler.cmds.plan as plan_cli
+import reconciler.plan_use_case as use_case
 
-# (function name in reconciler.cmds.plan, stage): what the CLI body calls, looked up at call time.
+# (module, function name in it, stage): what the command and its use case call, looked up at
+# call time.
 TIMED = (
-    ("load_desired", "load desired"),
-    ("gather", "load live"),
-    ("plan_for", "plan"),
-    ("render_plan", "render"),
-    ("save_plan", "write"),
+    (use_case, "load_desired", "load desired"),
+    (use_case, "gather", "load live"),
+    (use_case, "plan_for", "plan"),
+    (plan_cli, "render_plan", "render"),
+    (use_case, "save_plan", "write"),
 )
-STAGES = (*(stage for _, stage in TIMED), "other")
+STAGES = (*(stage for _, _, stage in TIMED), "other")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +72,9 @@ class Children:
 def stage_clock() -> Iterator[Clock]:
     clock: Clock = {}
     with contextlib.ExitStack() as stack:
-        for name, stage in TIMED:
-            timed = _timer(getattr(plan_cli, name), stage, clock)
-            stack.enter_context(patch.object(plan_cli, name, timed))
+        for module, name, stage in TIMED:
+            timed = _timer(getattr(module, name), stage, clock)
+            stack.enter_context(patch.object(module, name, timed))
         yield clock
 
 
@@ -88,7 +90,7 @@ def run_in_process(argv: list[str]) -> tuple[Clock, int]:
         total = [time.perf_counter() - wall, time.process_time() - cpu]
     if code not in (0, 2):
         sys.exit(f"in-process xce-plan failed (exit {code}):\n{said.getvalue()}")
-    for _, stage in TIMED:
+    for _, _, stage in TIMED:
         clock.setdefault(stage, [0.0, 0.0])
     clock["other"] = [t - sum(spent[i] for spent in clock.values()) for i, t in enumerate(total)]
     clock["total"] = total
