@@ -8,7 +8,9 @@ agent reports), each provider at generation 1, then ``drift`` × entries changed
 equal parts: entries missing, entries whose amount differs, and extra entries config does
 not know (discovered hosts, quotas and directories of departed users, retired dataset
 copies, tagged instances nobody claims), each kind in proportion to its share of the map.
-Seeded, so the same input gives the same bytes.
+Seeded, so the same input gives the same bytes. It never holds the map (three passes over
+the compiled file, ``benchmarks/map_stream.py``), so a million-host map of 1.3 GB is drifted
+in under 1 GB of memory.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from operator import attrgetter
 from pathlib import Path
+from typing import Any
 
-import orjson
+import msgspec
+from map_stream import NotCanonical, iter_entries, read_entries, write_map
 
-from compiler.contract.supply_map import Entry, SupplyMap
+from compiler.contract.supply_map import SCHEMA_VERSION, Entry
 
 JOINED_AGO = 86_400  # seconds before --now that live hosts joined
 
@@ -96,44 +101,108 @@ def observed(entry: Entry, now: int) -> Entry:
     return entry
 
 
-def pick_drift(desired: SupplyMap, fraction: float, rng: random.Random, now: int) -> Drift:
-    ids = sorted(desired.entries)
+class Head(msgspec.Struct):
+    """The fields of an entry that choosing the drift reads (the others are skipped)."""
+
+    id: str
+    kind: str
+    amount: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """What choosing the drift needs of the desired map, without its entries."""
+
+    ids: list[str]  # in id order
+    with_amount: bytearray  # 1 where the entry's amount may drift
+    model: bytearray  # 1 where an extra can be modelled on the entry
+    header: dict[str, Any]
+
+
+def scan(compiled: Path) -> Scan:
+    """One pass over the compiled map: ids in order, and which may drift how."""
+    header, batches = read_entries(compiled, Head)
+    ids: list[str] = []
+    with_amount, model = bytearray(), bytearray()
+    for batch in batches:
+        for e in batch:
+            if ids and e.id <= ids[-1]:
+                raise NotCanonical(f"{compiled}: {e.id!r} is out of id order")
+            ids.append(e.id)
+            # a dataset version is immutable (XCE790): its size never drifts, so leave it out
+            with_amount.append(e.amount is not None and e.kind != "dataset")
+            model.append(e.kind in EXTRAS)
+    return Scan(ids, with_amount, model, header)
+
+
+def pick_drift(compiled: Path, fraction: float, rng: random.Random, now: int) -> tuple[Drift, Scan]:
+    seen = scan(compiled)
+    ids = seen.ids
     total = round(len(ids) * fraction)
     missing = rng.sample(ids, total // 3)
     gone = set(missing)
-    # a dataset version is immutable (XCE790): its size never drifts, so leave it out
-    with_amount = [i for i in ids if desired.entries[i].amount is not None and i not in gone
-                   and desired.entries[i].kind != "dataset"]
+    with_amount = [i for i, ok in zip(ids, seen.with_amount, strict=True) if ok and i not in gone]
     changed = rng.sample(with_amount, min(total // 3, len(with_amount)))
     # Extras are modelled on sampled entries, so each kind drifts in proportion to its size.
-    models = [i for i in ids if desired.entries[i].kind in EXTRAS]
+    models = [i for i, ok in zip(ids, seen.model, strict=True) if ok]
     n_extra = min(total - len(missing) - len(changed), len(models))
-    extra = [
-        EXTRAS[e.kind](e, n, now)
-        for n, e in enumerate(desired.entries[i] for i in rng.sample(models, n_extra))
-    ]
-    return Drift(missing, changed, extra)
+    picked = rng.sample(models, n_extra)
+    wanted = set(picked)
+    found = {e.id: e for e in iter_entries(compiled) if e.id in wanted}
+    extra = [EXTRAS[found[i].kind](found[i], n, now) for n, i in enumerate(picked)]
+    return Drift(missing, changed, extra), seen
 
 
-def make_live(desired: SupplyMap, fraction: float, seed: int, now: int) -> tuple[SupplyMap, Drift]:
-    rng = random.Random(seed)
-    drift = pick_drift(desired, fraction, rng, now)
-    entries = {i: observed(e, now) for i, e in desired.entries.items()}
-    for i in drift.missing:
-        del entries[i]
-    for n, i in enumerate(drift.changed):
-        amount = entries[i].amount or 0
-        entries[i] = replace(entries[i], amount=amount // 2 if n % 2 and amount > 1 else amount + 1)
-    for e in drift.extra:
-        entries[e.id] = e
-    providers = sorted({e.provider for e in entries.values() if e.provider})
-    live = SupplyMap(
-        entries=entries,
-        site=desired.site,
-        owner=desired.owner,
-        generations=dict.fromkeys(providers, 1),
-    )
-    return live, drift
+def drifted(entry: Entry, n: int) -> Entry:
+    """The ``n``-th changed entry: every other one halved, the rest one more."""
+    amount = entry.amount or 0
+    return replace(entry, amount=amount // 2 if n % 2 and amount > 1 else amount + 1)
+
+
+def live_entries(compiled: Path, drift: Drift, now: int) -> Iterator[Entry]:
+    """The live map's entries in id order: the desired ones as observed, less the missing,
+    with the changed amounts, and the extras in their places (an extra replaces an entry of
+    its id)."""
+    gone = set(drift.missing)
+    changed = {i: n for n, i in enumerate(drift.changed)}
+    extra = {e.id: e for e in drift.extra}
+    pending = sorted(extra.values(), key=attrgetter("id"), reverse=True)
+    for e in iter_entries(compiled):
+        while pending and pending[-1].id <= e.id:
+            yield pending.pop()
+        if e.id in gone or e.id in extra:
+            continue
+        e = observed(e, now)
+        yield drifted(e, changed[e.id]) if e.id in changed else e
+    yield from reversed(pending)
+
+
+def make_live(
+    compiled: Path, out: Path, fraction: float, seed: int, now: int
+) -> tuple[int, int, Drift]:
+    """Write the live map; the number of its entries, of the desired ones, and the drift."""
+    drift, seen = pick_drift(compiled, fraction, random.Random(seed), now)
+    providers: set[str] = set()
+    written = 0
+
+    def counted() -> Iterator[Entry]:
+        nonlocal written
+        for e in live_entries(compiled, drift, now):
+            written += 1
+            if e.provider:
+                providers.add(e.provider)
+            yield e
+
+    def fields() -> dict[str, Any]:
+        doc: dict[str, Any] = {"schema": SCHEMA_VERSION, "site": seen.header.get("site", ""),
+                               "owner": seen.header.get("owner", ""), "revision": None,
+                               "settings": {}}
+        if providers:
+            doc["generations"] = dict.fromkeys(sorted(providers), 1)
+        return doc
+
+    write_map(out, {"dirty": False}, counted(), fields)
+    return written, len(seen.ids), drift
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,13 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.drift <= 1:
         p.error("--drift is a fraction between 0 and 1")
     try:
-        desired = SupplyMap.from_json(orjson.loads(args.compiled.read_bytes()))
-    except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as err:
-        p.error(f"cannot read {args.compiled} as a supply map: {err}")
-    live, drift = make_live(desired, args.drift, args.seed, args.now)
-    args.out.write_bytes(live.dumps())
+        written, desired, drift = make_live(args.compiled, args.out, args.drift, args.seed,
+                                            args.now)
+    except (OSError, ValueError, msgspec.DecodeError) as err:  # NotCanonical is a ValueError
+        p.error(f"cannot read {args.compiled} as a compiled supply map: {err}")
     print(
-        f"wrote {args.out}: {len(live.entries):,} entries from {len(desired.entries):,} "
+        f"wrote {args.out}: {written:,} entries from {desired:,} "
         f"desired; {len(drift.missing):,} missing, {len(drift.changed):,} changed amounts, "
         f"{len(drift.extra):,} extra"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from pathlib import Path
 
 from compiler.checks.capacity import check_caches, check_quotas, check_warnings
@@ -130,7 +131,7 @@ def compile_files(
     emit_pools(doc, ctx)
     emit_datasets(doc, ctx)
     emit_volumes(doc, ctx)
-    entries = {e.id: e for e in ctx.entries}
+    entries = dict(zip(map(attrgetter("id"), ctx.entries), ctx.entries, strict=True))
     if len(entries) != len(ctx.entries):  # the checks must have caught every clash of ids
         raise RuntimeError(f"{len(ctx.entries) - len(entries)} entries share an id with another")
     settings = emit_settings(site, doc)

@@ -10,9 +10,11 @@ every reader of live entries (providers' inventories, snapshots, the controller 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, not_
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,9 @@ from compiler.core.names import invisible_reason, shown, too_long_reason
 from compiler.core.problems import Problem, UserError
 
 SCHEMA_VERSION = 1
+# The empty attributes or spec that entries share: entries are frozen data and no mapping of
+# theirs is changed in place, so millions of them need not each have an empty dict of its own.
+EMPTY: Mapping[str, Any] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,15 +222,14 @@ class SupplyMap:
         )
 
 
-class _Wire(msgspec.Struct, forbid_unknown_fields=True):
-    """A map file's top level as msgspec decodes it: entries straight into ``Entry``.
+class _Header(msgspec.Struct, forbid_unknown_fields=True):
+    """A map file's top level as msgspec decodes it, but for its entries (``_Wire``).
 
     Fields other than ``entries`` stay as they are in the file (``Any``), so whatever
     ``SupplyMap.from_json`` makes of them, it makes of them here too. A field not listed
     here sends the file to the general path, so ``header`` always holds every other field.
     """
 
-    entries: list[Entry] | msgspec.UnsetType = msgspec.UNSET
     schema: Any = msgspec.UNSET
     site: Any = msgspec.UNSET
     owner: Any = msgspec.UNSET
@@ -239,8 +243,61 @@ class _Wire(msgspec.Struct, forbid_unknown_fields=True):
     sessions: Any = msgspec.UNSET
 
 
+class _Wire(_Header, forbid_unknown_fields=True):
+    """The whole file, entries straight into ``Entry``: the fastest, for most maps."""
+
+    entries: list[Entry] | msgspec.UnsetType = msgspec.UNSET
+
+
+class _LeanWire(_Header, forbid_unknown_fields=True):
+    """The whole file, each entry its bytes, for a map over ``LEAN_BYTES`` (``_entries``)."""
+
+    entries: list[msgspec.Raw] | msgspec.UnsetType = msgspec.UNSET
+
+
 _WIRE = msgspec.json.Decoder(_Wire)
-_HEADER = tuple(name for name in _Wire.__struct_fields__ if name != "entries")
+_LEAN_WIRE = msgspec.json.Decoder(_LeanWire)
+_HEADER = _Header.__struct_fields__
+_BATCH = msgspec.json.Decoder(list[Entry])
+BATCH = 4096  # entries decoded at a time
+# A map file larger than this (about 1.5 million entries) is decoded lean: memory, not time,
+# is what limits a plan of two such maps (docs/performance.md, "A million hosts").
+LEAN_BYTES = 512 << 20
+# Fields whose values repeat across a map (a handful of kinds, states, providers, one
+# owner; a host's location for each of its counters): one string object per value.
+_SHARED = tuple(Entry.__dict__[name] for name in (
+    "kind", "state", "source", "provider", "location", "owner"))
+_MAPPINGS = (Entry.__dict__["attributes"], Entry.__dict__["spec"])
+
+
+def _entries(raws: list[msgspec.Raw]) -> list[Entry]:
+    """The entries of a large map file, decoded a batch at a time, each batch's repeated
+    values made one object (``_share``) before the next is decoded.
+
+    msgspec makes a new string for every value and a new dict for every missing mapping:
+    about 400 bytes of an entry's 1 KB. Sharing them after each batch lets the next batch
+    reuse that memory, so a map takes well under half the memory, for about twice the
+    decoding time (which is why smaller maps are decoded whole)."""
+    strings: dict[str | None, str | None] = {}
+    out: list[Entry] = []
+    for start in range(0, len(raws), BATCH):
+        batch = _BATCH.decode(b"[" + b",".join(raws[start:start + BATCH]) + b"]")
+        _share(batch, strings)
+        out += batch
+    return out
+
+
+def _share(batch: list[Entry], strings: dict[str | None, str | None]) -> None:
+    """One object for each repeated string value (``strings`` holds the first of each) and
+    one for every empty mapping, set on the frozen entries through their slots; C loops
+    (``map``), as a Python loop over the fields would cost more than the decode."""
+    same = strings.setdefault
+    for slot in _SHARED:
+        values = list(map(slot.__get__, batch))
+        deque(map(slot.__set__, batch, map(same, values, values)), maxlen=0)
+    for slot in _MAPPINGS:
+        bare = list(compress(batch, map(not_, map(slot.__get__, batch))))
+        deque(map(slot.__set__, bare, repeat(EMPTY)), maxlen=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,20 +321,30 @@ def decode_map(data: bytes) -> DecodedMap | None:
     difference remains, for integers beyond 64 bits, which orjson cannot write: orjson
     reads them as floats, msgspec exactly.
     """
-    try:
-        wire = _WIRE.decode(data)
-    except msgspec.DecodeError:  # includes ValidationError: not a well-typed map
+    decoded = _decoded(data)
+    if decoded is None:
         return None
-    if wire.entries is msgspec.UNSET:
-        return None
+    wire, listed = decoded
     header = {k: v for k in _HEADER if (v := getattr(wire, k)) is not msgspec.UNSET}
-    listed = wire.entries
     entries = dict(zip(map(attrgetter("id"), listed), listed, strict=True))
     try:
         supply = SupplyMap._with_entries(header, entries)
     except (AttributeError, ValueError):  # sessions that are not: the general path says why
         return None
     return DecodedMap(supply, len(listed), header)
+
+
+def _decoded(data: bytes) -> tuple[_Header, list[Entry]] | None:
+    """The file's top level and its entries, whole or (over ``LEAN_BYTES``) lean; None when
+    it is not a well-typed map (a DecodeError includes msgspec's ValidationError)."""
+    try:
+        if len(data) <= LEAN_BYTES:
+            wire = _WIRE.decode(data)
+            return None if wire.entries is msgspec.UNSET else (wire, wire.entries)
+        lean = _LEAN_WIRE.decode(data)
+        return None if lean.entries is msgspec.UNSET else (lean, _entries(lean.entries))
+    except msgspec.DecodeError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -120,6 +120,40 @@ def _by_key(value: Any, key: str = "") -> Any:
     return value
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})  # leaves ``_by_key`` passes as they are
+
+
+@functools.lru_cache(maxsize=4096)
+def _hiding_key(key: Any) -> bool:
+    """A key under which ``_by_key`` may change what it holds: a secret key, or no string."""
+    return type(key) is not str or is_secret_key(key)
+
+
+def _shown_as_is(value: Any, pattern: re.Pattern[str] | None) -> bool:
+    """Whether redaction gives ``value`` back unchanged, so it need not be copied: dicts,
+    lists and plain leaves only, no key that hides at any depth, and no string in which
+    ``pattern`` finds a secret value. Plain loops: this runs on every action of a plan."""
+    kind = type(value)
+    if kind is dict:
+        if any(map(_hiding_key, value)):
+            return False
+        if pattern is None and _PLAIN.issuperset(map(type, value.values())):
+            return True
+        items = value.values()
+    elif kind is list:
+        items = value
+    else:
+        return kind in _PLAIN and (pattern is None or kind is not str
+                                   or pattern.search(value) is None)
+    for item in items:
+        if type(item) is str:
+            if pattern is not None and pattern.search(item) is not None:
+                return False
+        elif type(item) not in _PLAIN and not _shown_as_is(item, pattern):
+            return False
+    return True
+
+
 def _secret_values(references: Iterable[str]) -> tuple[str, ...]:
     """What to hide for these secret references: each value that resolves now, its lines
     (text is redacted line by line) and its JSON- and URL-escaped forms, longest first."""
@@ -144,6 +178,11 @@ class Redactor:
     provider may print it; ``Redactor((token,))`` hides a value the caller holds itself."""
 
     values: tuple[str, ...] = ()
+    _pattern: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:  # the values as one search, for ``value``'s quick test
+        found = re.compile("|".join(map(re.escape, self.values))) if self.values else None
+        object.__setattr__(self, "_pattern", found)
 
     @classmethod
     def of(cls, references: Iterable[str]) -> Redactor:
@@ -158,9 +197,13 @@ class Redactor:
 
     def value(self, path: str, value: Any) -> Any:
         """A field's value at dotted ``path`` ("" for a whole document), judged by every key
-        on its path (``spec.auth.token``) and by every key inside it."""
-        masked = _mask(value) if path and is_secret_key(path) else _by_key(value)
-        return self._scrub(masked)
+        on its path (``spec.auth.token``) and by every key inside it. A value with nothing to
+        hide comes back as it is (the same object), without a copy."""
+        if path and is_secret_key(path):
+            return self._scrub(_mask(value))
+        if _shown_as_is(value, self._pattern):
+            return value
+        return self._scrub(_by_key(value))
 
     def _scrub(self, value: Any) -> Any:
         if not self.values:

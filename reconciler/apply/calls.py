@@ -2,7 +2,12 @@
 
 The journal row goes to ``running`` before each attempt and to ``done``/``failed`` after
 it, so a run killed at any point leaves the op either done or in doubt, never lost; an
-op in doubt is sent again with the same op_id and the provider deduplicates it. A call
+op in doubt is sent again with the same op_id and the provider deduplicates it. The
+journal is written in rounds (``JournalRounds``), one transaction each: the outcomes
+held since the last round, then the first attempts about to be sent — so an op is marked
+``running`` only after the ops it waited for are recorded done, and a retry marks its own
+attempt. An outcome not yet written when the run is killed leaves its op in doubt: sent
+again, and deduplicated. A call
 that ran out of time, or whose reply was lost or garbled, may have been done: it fails in
 the report but stays in doubt in the journal. A reply ``ABORTED`` means a newer epoch
 fenced this runner off: it stops, and writes nothing more for that op (the newer runner
@@ -14,8 +19,9 @@ resumed run counts it once (docs/apply.md, "Provisioning failures").
 from __future__ import annotations
 
 import random
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from compiler.core.problems import Problem
@@ -25,7 +31,8 @@ from reconciler.apply.provider_pool import Transports
 from reconciler.apply.report import Outcome, Status
 from reconciler.plan.model import Action
 from reconciler.protocol import ErrorCode, ProviderError, Reply, Request
-from reconciler.state import LockLost, OpStatus, StateError, StateStore
+from reconciler.state import LockLost, OpStatus, PlannedOp, StateError, StateStore
+from reconciler.state.store import OpOutcome
 from reconciler.transports import Transport
 
 # failures after which the provider may still have done the op: it stays in doubt
@@ -45,9 +52,33 @@ class RetryPolicy:
         return base * (0.5 + random.random() / 2)
 
 
+class JournalRounds:
+    """The journal writes of one run, a transaction per round of the executor: outcomes are
+    held (from any thread) until the next round writes them, before its first attempts."""
+
+    def __init__(self, store: StateStore, run_id: str) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._held: list[OpOutcome] = []
+        self._lock = threading.Lock()
+
+    def hold(self, outcome: OpOutcome) -> None:
+        with self._lock:
+            self._held.append(outcome)
+
+    def write(self, starts: Sequence[PlannedOp]) -> frozenset[str]:
+        """Write the held outcomes, then mark ``starts`` running; the op_ids found done."""
+        with self._lock:
+            held, self._held = self._held, []
+        if not held and not starts:
+            return frozenset()
+        return self._store.journal_round(self._run_id, held, list(starts))
+
+
 @dataclass(frozen=True, slots=True)
 class CallContext:
     store: StateStore
+    journal: JournalRounds
     run_id: str
     epoch: int
     owner: str
@@ -58,8 +89,25 @@ class CallContext:
     site: str = ""  # the site's key in the store (provisioning failures are per site)
 
 
+def begin(ctx: CallContext, actions: Mapping[str, Action], op_ids: Mapping[str, str],
+          action_ids: Sequence[str]) -> dict[str, Outcome]:
+    """One round: the outcomes held, then ``action_ids``' first attempts marked running.
+
+    Returns the outcomes of those not to call after all: done meanwhile (by a superseded
+    runner's late call), or all of them when this runner's lease is gone (a stop; nothing
+    is marked)."""
+    stop = _lease_lost(ctx) if action_ids else None
+    if stop is not None:
+        ctx.journal.write(())
+        return {a: _not_run(actions[a], op_ids[a], 0, stop) for a in action_ids}
+    done = ctx.journal.write([planned_op(op_ids[a], actions[a]) for a in action_ids])
+    return {a: Outcome(actions[a], op_ids[a], Status.ALREADY_DONE)
+            for a in action_ids if op_ids[a] in done}
+
+
 def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
-    """Carry out ``action`` as op ``op``; journal errors (StateError) propagate."""
+    """Carry out ``action`` as op ``op``, whose first attempt ``begin`` marked running; journal
+    errors (StateError) propagate."""
     started = time.monotonic()
 
     def finish(status: Status, attempts: int, code: str | None = None, message: str = "",
@@ -71,26 +119,16 @@ def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
     try:
         transport = ctx.transports.get(action.provider)
     except ProviderError as err:
-        ctx.store.journal_finish(ctx.run_id, op, OpStatus.FAILED,
-                                 error=f"{err.code.value}: {err.message}")
+        ctx.journal.hold(OpOutcome(op, OpStatus.FAILED, error=f"{err.code.value}: {err.message}"))
         return finish(Status.FAILED, 0, codes.NO_PROVIDER, err.message, err.code.value)
-    planned = planned_op(op, action)
     request = request_for(action, op, ctx.epoch, ctx.owner, destroy=ctx.destroy)
     _record_failed_provisioning(ctx, action)
-    attempt = 0
+    attempt = 1
     doubtful = False  # once any attempt may have done the op, it stays in doubt
     while True:
-        stop = _lease_lost(ctx)
-        if stop is not None:
-            again = " again" if attempt else ""  # an earlier attempt failed: in doubt
-            return finish(Status.SKIPPED, attempt, codes.SKIP_STOPPED,
-                          f"not run{again}: {stop.message}", stop=stop)
-        attempt += 1
-        if ctx.store.journal_start(ctx.run_id, planned).status is OpStatus.DONE:
-            return finish(Status.ALREADY_DONE, attempt - 1)
         reply = _call_safely(transport, request)
         if reply.ok:
-            ctx.store.journal_finish(ctx.run_id, op, OpStatus.DONE, result=reply.result)
+            ctx.journal.hold(OpOutcome(op, OpStatus.DONE, result=reply.result))
             return replace(finish(Status.DONE, attempt), warnings=_warnings(reply))
         failure = reply.error or ProviderError(ErrorCode.INTERNAL, "failed without an error")
         code, text = failure.code.value, f"{failure.code.value}: {failure.message}"
@@ -99,13 +137,27 @@ def perform(ctx: CallContext, action: Action, op: str) -> Outcome:
                                  f"{ctx.epoch}: {failure.message}", action.provider)
             return finish(Status.FAILED, attempt, codes.FENCED, text, code, stop)
         doubtful = doubtful or failure.code in UNKNOWN_OUTCOME
-        if failure.retryable and attempt <= ctx.retry.retries:
-            time.sleep(ctx.retry.pause(attempt))
-            continue
-        ctx.store.journal_finish(ctx.run_id, op,
-                                 OpStatus.RUNNING if doubtful else OpStatus.FAILED, error=text)
-        return finish(Status.FAILED, attempt, codes.ACTION_FAILED,
-                      text + _failure_note(attempt, doubtful=doubtful), code)
+        if not (failure.retryable and attempt <= ctx.retry.retries):
+            status = OpStatus.RUNNING if doubtful else OpStatus.FAILED
+            ctx.journal.hold(OpOutcome(op, status, error=text))
+            return finish(Status.FAILED, attempt, codes.ACTION_FAILED,
+                          text + _failure_note(attempt, doubtful=doubtful), code)
+        time.sleep(ctx.retry.pause(attempt))
+        lost = _lease_lost(ctx)
+        if lost is not None:
+            return replace(_not_run(action, op, attempt, lost), seconds=time.monotonic() - started)
+        attempt += 1
+        if ctx.store.journal_start(ctx.run_id, planned_op(op, action)).status is OpStatus.DONE:
+            return finish(Status.ALREADY_DONE, attempt - 1)
+
+
+def _not_run(action: Action, op: str, attempts: int, stop: Problem) -> Outcome:
+    """Skipped because the runner's lease is gone; ``attempts``: earlier ones failed, so the
+    op is in doubt."""
+    again = " again" if attempts else ""
+    return Outcome(action, op, Status.SKIPPED, attempts=attempts, code=codes.SKIP_STOPPED,
+                   message=f"not run{again}: {stop.message}",
+                   hint=codes.HINTS.get(codes.SKIP_STOPPED, ""), stop=stop)
 
 
 def _record_failed_provisioning(ctx: CallContext, action: Action) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from compiler.core.problems import Problem, Severity, UserError
 from compiler.core.times import format_utc
 from reconciler.apply import codes
-from reconciler.apply.calls import CallContext, RetryPolicy, perform
+from reconciler.apply.calls import CallContext, JournalRounds, RetryPolicy, begin, perform
 from reconciler.apply.conformance import check_conformance
 from reconciler.apply.executor import Executor
 from reconciler.apply.gates import blocking, gate
@@ -50,6 +50,7 @@ from reconciler.state import (
 )
 from reconciler.state.heartbeat import Heartbeat
 from reconciler.state.runs import lock_name, run_prefix
+from reconciler.state.store import OpOutcome
 
 STALE_SHOWN = 50  # stale entries named one by one; the rest are counted
 _JOURNALED_SKIPS = frozenset({codes.SKIP_DESTROY, codes.SKIP_PROTECTED, codes.SKIP_DEPENDENCY})
@@ -171,12 +172,13 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
         recovery.close_unneeded(run.store, adopted)
     upfront = _upfront(plan, graph, op_ids, done, gated)
     transports = Transports(run.desired.bindings, run.workdir)
-    ctx = CallContext(run.store, run_id, run.epoch, supply.owner, transports,
-                      run.options.retry, beat.check, destroy=allow_destroy,
-                      site=supply.site_key)
+    ctx = CallContext(run.store, JournalRounds(run.store, run_id), run_id, run.epoch,
+                      supply.owner, transports, run.options.retry, beat.check,
+                      destroy=allow_destroy, site=supply.site_key)
     executor = Executor(graph, op_ids, lambda a: perform(ctx, graph.actions[a], op_ids[a]),
+                        begin=lambda ids: begin(ctx, graph.actions, op_ids, ids),
                         bound=run.options.parallelism,
-                        settled=lambda o: _settled(run, run_id, executor, o))
+                        settled=lambda o: _settled(run, ctx.journal, executor, o))
     run.sink.start(len(plan.actions))
     try:
         outcomes = executor.run(upfront)
@@ -256,13 +258,13 @@ def _finish(run: _Run, run_id: str, plan: Plan, report: ApplyReport, *, partial:
         run.store.set_applied(site, run.desired.digest, supply.revision)
 
 
-def _settled(run: _Run, run_id: str, executor: Executor, outcome: Outcome) -> None:
-    """Journal why an action was skipped (not after a stop: the journal may be another's);
-    an op in doubt stays in doubt, skipped or not."""
+def _settled(run: _Run, journal: JournalRounds, executor: Executor, outcome: Outcome) -> None:
+    """Journal (in the next round) why an action was skipped — not after a stop: the journal
+    may be another's; an op in doubt stays in doubt, skipped or not."""
     run.sink.update(outcome)
     if outcome.code in _JOURNALED_SKIPS and executor.stopped is None:
-        run.store.journal_finish(run_id, outcome.op_id, OpStatus.SKIPPED,
-                                 error=f"{outcome.code}: {outcome.message}")
+        journal.hold(OpOutcome(outcome.op_id, OpStatus.SKIPPED,
+                               error=f"{outcome.code}: {outcome.message}"))
 
 
 def _checked(run: _Run, saved: SavedPlan, ours: Collection[str], *, first: bool) -> list[Problem]:

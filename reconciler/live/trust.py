@@ -20,6 +20,7 @@ from compiler.core.problems import Problem, Severity
 from compiler.core.times import format_utc
 from reconciler.live.codes import CANNOT_ACCEPT, CANNOT_ACCEPT_SHRINK, HINTS, ROLLED_BACK, SHRANK
 from reconciler.live.gather import NOT_ASKED, LiveResult
+from reconciler.plan.census import Census
 from reconciler.plan.model import Verb
 from reconciler.state.runs import site_runs
 
@@ -61,14 +62,16 @@ def distrusted(live: SupplyMap, reasons: Mapping[str, str]) -> SupplyMap:
     return replace(live, entries=entries, unknown=dict(sorted(unknown.items())))
 
 
-def kind_counts(live: SupplyMap) -> dict[str, dict[str, int]]:
-    """Per provider that reported completely, its entries per counted kind."""
-    counted = Counter((e.provider, e.kind) for e in live.entries.values()
-                      if e.kind not in UNCOUNTED_KINDS)
+def kind_counts(live: SupplyMap, census: Census | None = None) -> dict[str, dict[str, int]]:
+    """Per provider that reported completely, its entries per counted kind. ``census``: the
+    counts of ``live``, or of a map it was cut from by making providers unknown (their
+    entries are left out here anyway), so that a map is counted once."""
+    if census is None:
+        census = Census.of(live.entries.values())
     found: dict[str, dict[str, int]] = {name: {} for name in live.generations
                                         if name not in live.unknown}
-    for (provider, kind), n in counted.items():
-        if provider in found:
+    for (provider, kind), n in census.counts.items():
+        if provider in found and kind not in UNCOUNTED_KINDS:
             found[provider][kind] = n
     return found
 
@@ -117,11 +120,12 @@ def _shrunk(name: str, record: InventoryCounts, now: Mapping[str, int], store: S
 
 
 def distrust_shrinks(live: SupplyMap, store: StateStore, site: str, limit: LossLimit,
-                     accept: Collection[str] = ()) -> LiveResult:
+                     accept: Collection[str] = (), census: Census | None = None) -> LiveResult:
     """``live`` with every provider whose inventory lost more than ``limit`` allows since
-    the last trusted read made unknown (but those in ``accept``: the loss is real)."""
+    the last trusted read made unknown (but those in ``accept``: the loss is real);
+    ``census``: the counts of ``live``, when the caller has them."""
     recorded = store.inventory_counts(site)
-    counts = kind_counts(live)
+    counts = kind_counts(live, census)
     reasons: dict[str, str] = {}
     problems: list[Problem] = []
     for name, now in sorted(counts.items()):
@@ -154,13 +158,14 @@ def trust_generations(live: SupplyMap, store: StateStore | None, site: str, *,
     for name in sorted(set(accept) - {p.subject for p in refused}):
         store.accept_generation(site, name, live.generations[name])
     checked = distrust_rollbacks(live, store.provider_generations(site))
-    shrunk = LiveResult(checked.live)
+    shrunk, census = LiveResult(checked.live), None
     if shrink is not None:
-        shrunk = distrust_shrinks(checked.live, store, site, shrink, accept_shrink)
+        census = Census.of(checked.live.entries.values())  # once, for the guard and the record
+        shrunk = distrust_shrinks(checked.live, store, site, shrink, accept_shrink, census)
     trusted = shrunk.live
     if gathered:
-        _record_trusted(trusted, store, site, counts=shrink is not None,
-                        unrecorded=() if record_accepted else accept_shrink)
+        _record_trusted(trusted, store, site, census, unrecorded=() if record_accepted
+                        else accept_shrink)
     return LiveResult(trusted, (*refused, *checked.problems, *shrunk.problems))
 
 
@@ -181,15 +186,16 @@ def _refusals(live: SupplyMap, store: StateStore | None, *, gathered: bool,
     return refused
 
 
-def _record_trusted(trusted: SupplyMap, store: StateStore, site: str, *, counts: bool,
-                    unrecorded: Collection[str]) -> None:
-    """Record the generations of the providers ``trusted`` knows and, with ``counts``, their
-    inventory counts (but those of ``unrecorded``: an acceptance only proposed)."""
+def _record_trusted(trusted: SupplyMap, store: StateStore, site: str, census: Census | None,
+                    *, unrecorded: Collection[str]) -> None:
+    """Record the generations of the providers ``trusted`` knows and, with a ``census`` (of
+    the map ``trusted`` was cut from), their inventory counts (but those of ``unrecorded``:
+    an acceptance only proposed)."""
     store.record_generations(site, {name: gen for name, gen in trusted.generations.items()
                                     if name not in trusted.unknown})
-    if counts:
+    if census is not None:
         store.record_inventory_counts(site, {
-            name: kinds for name, kinds in kind_counts(trusted).items()
+            name: kinds for name, kinds in kind_counts(trusted, census).items()
             if name not in unrecorded})
 
 

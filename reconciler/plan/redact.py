@@ -3,22 +3,32 @@
 Entries hold secrets only by reference; if a provider reports a literal anyway (under a
 secret key, or a resolved secret inside any value), ``xce-plan`` masks it once, here, before
 rendering and before saving, so every rendering and the plan file hold the same masked plan.
-What a secret is, and how it is masked, lives in ``compiler.core.secrets``.
+What a secret is, and how it is masked, lives in ``compiler.core.secrets``. Most actions hold
+nothing to mask: ``Redactor.value`` gives such values back as they are, and such an action is
+kept as it is, not copied.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from operator import is_
 
 from compiler.core.secrets import Redactor
 from reconciler.plan.model import Action, FieldChange, Plan
 
 
+def _change(c: FieldChange, r: Redactor) -> FieldChange:
+    before, after = r.value(c.path, c.before), r.value(c.path, c.after)
+    return c if before is c.before and after is c.after else FieldChange(c.path, before, after)
+
+
 def _action(a: Action, r: Redactor) -> Action:
-    changes = tuple(FieldChange(c.path, r.value(c.path, c.before), r.value(c.path, c.after))
-                    for c in a.changes)
-    return replace(a, before=r.value("", a.before), after=r.value("", a.after),
-                   changes=changes, reason=r.text(a.reason))
+    changes = tuple(_change(c, r) for c in a.changes) if a.changes else ()
+    before, after, reason = r.value("", a.before), r.value("", a.after), r.text(a.reason)
+    if (before is a.before and after is a.after and reason is a.reason
+            and all(map(is_, changes, a.changes))):
+        return a  # nothing to hide: the action itself, not a copy
+    return replace(a, before=before, after=after, changes=changes, reason=reason)
 
 
 def redacted(plan: Plan, redactor: Redactor | None = None) -> Plan:

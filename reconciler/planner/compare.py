@@ -2,8 +2,12 @@
 
 Live entries may carry observed spec keys the desired map never names (``since``,
 ``owner_applied``), so only the spec keys the desired entry specifies are compared.
-deepdiff runs on a minimal view that holds just the differing top-level fields, which keeps
-it off the hot path and makes its cost proportional to the drift, not to the map.
+Field detail is computed on a minimal view that holds just the differing top-level fields,
+so its cost is proportional to the drift, not to the map. An entry's fields are JSON values
+(dicts, lists, strings, numbers, booleans, null), whose differences a plain walk finds
+(``_walk``), path for path as deepdiff reports them; deepdiff runs only on what that walk
+cannot vouch for (other types, lists equal but for their items' types, paths that read the
+same), where its rules decide (docs/decisions.md, "deepdiff").
 """
 
 from __future__ import annotations
@@ -17,6 +21,12 @@ from compiler.contract.supply_map import Entry
 from reconciler.plan.model import FieldChange
 
 _ABSENT = object()
+_LEAVES = frozenset({str, int, float, bool, type(None)})  # compared by type and value
+_JSON = _LEAVES | {dict, list}
+
+
+class _Unsure(Exception):
+    """The walk cannot tell what deepdiff would report here: deepdiff decides."""
 
 
 def same_fields(desired: Entry, live: Entry) -> bool:
@@ -62,6 +72,83 @@ def _lookup(view: Mapping[str, Any], parts: list[str]) -> Any:
     return value
 
 
+def _same(old: Any, new: Any) -> bool:
+    """Equal and of the same JSON types all the way down (``1`` and ``1.0`` are not)."""
+    kind = type(old)
+    if kind is not type(new) or kind not in _JSON:
+        return False
+    if kind is dict:
+        return old.keys() == new.keys() and all(_same(v, new[k]) for k, v in old.items())
+    if kind is list:
+        return len(old) == len(new) and all(map(_same, old, new))
+    return bool(old == new)
+
+
+def _plain(value: Any) -> bool:
+    """Made of JSON types only, with string keys."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if kind is list:
+        return all(map(_plain, value))
+    return kind in _LEAVES
+
+
+def _walk(old: Any, new: Any, parts: list[str], found: list[list[str]]) -> None:
+    """Add to ``found`` the field paths below ``parts`` where ``old`` and ``new`` differ, as
+    deepdiff (``threshold_to_diff_deeper=0``) reports them, cut at the first list index:
+    a key added or removed, a type changed, a leaf or a list that differs."""
+    if old is new:
+        return
+    kind = type(old)
+    if kind is not type(new):
+        if kind not in _JSON or type(new) not in _JSON:
+            raise _Unsure
+        found.append(parts)
+    elif kind is dict:
+        _walk_dict(old, new, parts, found)
+    elif kind is list:
+        if _list_differs(old, new):
+            found.append(parts)  # deepdiff reports an item, whose path is cut here
+    elif kind not in _LEAVES:
+        raise _Unsure
+    elif old != new:
+        found.append(parts)
+
+
+def _walk_dict(old: dict[Any, Any], new: dict[Any, Any], parts: list[str],
+               found: list[list[str]]) -> None:
+    for key in old.keys() | new.keys():
+        if type(key) is not str:
+            raise _Unsure
+        if key in old and key in new:
+            _walk(old[key], new[key], [*parts, key], found)
+        else:
+            found.append([*parts, key])
+
+
+def _list_differs(old: list[Any], new: list[Any]) -> bool:
+    """Whether deepdiff reports an item of these lists; ``_Unsure`` when its matching of
+    items decides (lists equal but for their items' types) or they are not JSON."""
+    if old == new:
+        if not _same(old, new):
+            raise _Unsure
+        return False
+    if not (_plain(old) and _plain(new)):
+        raise _Unsure
+    return True
+
+
+def _walked(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[str]]:
+    """The differing fields' paths by their dotted names."""
+    found: list[list[str]] = []
+    _walk(before, after, [], found)
+    paths = {".".join(parts): parts for parts in found}
+    if len(paths) < len(found):
+        raise _Unsure  # two paths that read the same ("spec.a.b"): deepdiff's order picks one
+    return paths
+
+
 def _field_path(path: list[Any]) -> list[str]:
     """Path parts down through mappings; a list is one field, shown whole (Terraform does too)."""
     parts: list[str] = []
@@ -72,11 +159,8 @@ def _field_path(path: list[Any]) -> list[str]:
     return parts
 
 
-def field_changes(desired: Entry, live: Entry, *, state: bool = True) -> tuple[FieldChange, ...]:
-    """The fields that differ, sorted by path; empty when the entries agree."""
-    before, after = _views(desired, live, state)
-    if not before and not after:
-        return ()
+def _diffed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[str]]:
+    """The differing fields' paths as deepdiff finds them, for what ``_walk`` cannot vouch for."""
     paths: dict[str, list[str]] = {}
     # threshold_to_diff_deeper=0: by default deepdiff reports a mapping whose keys mostly
     # differ as one change of the root, which has no field path, and the update was lost.
@@ -86,6 +170,18 @@ def field_changes(desired: Entry, live: Entry, *, state: bool = True) -> tuple[F
             parts = _field_path(level.path(output_format="list"))
             if parts:
                 paths.setdefault(".".join(parts), parts)
+    return paths
+
+
+def field_changes(desired: Entry, live: Entry, *, state: bool = True) -> tuple[FieldChange, ...]:
+    """The fields that differ, sorted by path; empty when the entries agree."""
+    before, after = _views(desired, live, state)
+    if not before and not after:
+        return ()
+    try:
+        paths = _walked(before, after)
+    except _Unsure:
+        paths = _diffed(before, after)
     return tuple(
         FieldChange(path, _lookup(before, parts), _lookup(after, parts))
         for path, parts in sorted(paths.items())

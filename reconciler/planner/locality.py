@@ -122,20 +122,26 @@ class Locality:
         return rule
 
     def _wrap(self, kind: str, rule: Rule) -> Rule:
+        """``rule`` wrapped for the walk. The wrappers close over the set and dict they
+        fill, never over ``self``: a cached closure over ``self`` is a cycle that keeps both
+        maps alive until the cyclic collector frees them (1.5 million objects, seconds)."""
         if kind == EntryKind.DATASET_COPY:
+            touched = self._touched
+
             def decide_copy(b: Builder, desired: Entry | None, live: Entry | None) -> None:
                 either = desired or live
                 if either is not None and either.location:
-                    self._touched.add(either.location)
+                    touched.add(either.location)
                 rule(b, desired, live)
             return decide_copy
         if kind not in _HOLDERS:
             return rule
+        held = self._held
 
         def hold(b: Builder, desired: Entry | None, live: Entry | None) -> None:
             if desired is not None and (ATTRIBUTE in desired.attributes
                                         or (live is not None and ATTRIBUTE in live.attributes)):
-                self._held[desired.id] = (desired, live)
+                held[desired.id] = (desired, live)
             else:
                 rule(b, desired, live)
         return hold

@@ -8,15 +8,15 @@ run sends it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import orjson
 
 from compiler.core.canonical import dumps_compact
 from reconciler.state.connection import Connection, reconnecting
 from reconciler.state.dialect import Row
-from reconciler.state.store import JournalEntry, OpStatus, PlannedOp, Run, RunStatus
+from reconciler.state.store import JournalEntry, OpOutcome, OpStatus, PlannedOp, Run, RunStatus
 from reconciler.state.times import to_maybe_time, to_time
 
 _RUN_COLUMNS = "run_id, plan_digest, holder, started, finished, status"
@@ -33,6 +33,25 @@ _FINISH_WHEN = {
     OpStatus.SKIPPED: " AND run_id = ? AND status <> 'running'",
     OpStatus.RUNNING: " AND run_id = ? AND status = 'running'",
 }
+
+
+_CHUNK = 500  # rows per statement: well under either database's limit of parameters
+T = TypeVar("T")
+
+
+def _chunks(items: Sequence[T]) -> Iterator[Sequence[T]]:
+    for at in range(0, len(items), _CHUNK):
+        yield items[at : at + _CHUNK]
+
+
+def _rows(row: str, count: int) -> str:
+    return ", ".join([row] * count)
+
+
+def _check_finish(outcomes: Iterable[OpOutcome]) -> None:
+    for outcome in outcomes:
+        if outcome.status not in _FINISH_WHEN:
+            raise ValueError(f"journal_finish cannot record {outcome.status.value!r}")
 
 
 class Journal(Connection):
@@ -129,20 +148,7 @@ class Journal(Connection):
     def journal_start(self, run_id: str, op: PlannedOp) -> JournalEntry:
         """Mark an op running before its call (attempts + 1); a done op is returned unchanged."""
         with self._write() as now:
-            self._execute(
-                "INSERT INTO journal (op_id, run_id, action, entry_id, provider, status, "
-                "attempts, started) VALUES (?, ?, ?, ?, ?, 'running', 1, ?) "
-                "ON CONFLICT (op_id) DO UPDATE SET run_id = excluded.run_id, "
-                "status = 'running', attempts = journal.attempts + 1, "
-                "started = excluded.started, finished = NULL, error = NULL, result = NULL "
-                "WHERE journal.status <> 'done'",
-                op.op_id,
-                run_id,
-                op.action,
-                op.entry_id,
-                op.provider,
-                now,
-            )
+            self._start(run_id, [op], now)
             entry = self._entry(op.op_id)
         assert entry is not None  # inserted or kept in this very transaction
         return entry
@@ -165,27 +171,63 @@ class Journal(Connection):
         run's ops that are not in doubt. ``running``: this run's call ended without a known
         outcome (a deadline): the error is kept and the op stays in doubt.
         """
-        if status not in _FINISH_WHEN:
-            raise ValueError(f"journal_finish cannot record {status.value!r}")
-        encoded = None if result is None else dumps_compact(result).decode()
-        when = _FINISH_WHEN[status]
+        outcome = OpOutcome(op_id, status, error, result)
+        _check_finish([outcome])
         with self._write() as now:
-            # a done op stays done: a late finish (a superseded runner's failed call) must not
-            # turn it back into work, nor erase the result of the call that did it
-            self._execute(
-                "UPDATE journal SET status = ?, error = ?, result = ?, finished = ? "
-                f"WHERE op_id = ? AND status <> 'done'{when}",
-                status.value,
-                error,
-                encoded,
-                now,
-                op_id,
-                *((run_id,) if when else ()),
-            )
+            self._finish(run_id, [outcome], now)
             entry = self._entry(op_id)
         if entry is None:
             raise LookupError(f"no operation {op_id!r} in the journal")
         return entry
+
+    @reconnecting
+    def journal_round(
+        self, run_id: str, outcomes: Sequence[OpOutcome], starts: Sequence[PlannedOp]
+    ) -> frozenset[str]:
+        """One transaction of an apply's round: record ``outcomes`` (each as ``journal_finish``
+        does), then mark ``starts`` running (each as ``journal_start`` does); return the op_ids
+        of ``starts`` found done, which are left unchanged and must not be called."""
+        _check_finish(outcomes)
+        with self._write() as now:
+            self._finish(run_id, outcomes, now)
+            return self._start(run_id, starts, now)
+
+    def _start(self, run_id: str, ops: Sequence[PlannedOp], now: float) -> frozenset[str]:
+        """Mark ``ops`` running, a statement per chunk; return those found done (unchanged)."""
+        unique = list({op.op_id: op for op in ops}.values())  # a row is changed once per statement
+        marked: set[str] = set()
+        for chunk in _chunks(unique):
+            rows = self._query(
+                "INSERT INTO journal (op_id, run_id, action, entry_id, provider, status, "
+                f"attempts, started) VALUES {_rows('(?, ?, ?, ?, ?, ?, 1, ?)', len(chunk))} "
+                "ON CONFLICT (op_id) DO UPDATE SET run_id = excluded.run_id, "
+                "status = excluded.status, attempts = journal.attempts + 1, "
+                "started = excluded.started, finished = NULL, error = NULL, result = NULL "
+                "WHERE journal.status <> 'done' RETURNING op_id",
+                *(value for op in chunk for value in (
+                    op.op_id, run_id, op.action, op.entry_id, op.provider,
+                    OpStatus.RUNNING.value, now)),
+            )
+            marked.update(row[0] for row in rows)
+        return frozenset(op.op_id for op in unique if op.op_id not in marked)
+
+    def _finish(self, run_id: str, outcomes: Sequence[OpOutcome], now: float) -> None:
+        """Record ``outcomes``, a statement per status and chunk (``_FINISH_WHEN``)."""
+        # a done op stays done: a late finish (a superseded runner's failed call) must not
+        # turn it back into work, nor erase the result of the call that did it
+        for status, when in _FINISH_WHEN.items():
+            rows = [(o.op_id, o.error, None if o.result is None else
+                     dumps_compact(o.result).decode()) for o in outcomes if o.status is status]
+            for chunk in _chunks(rows):
+                self._execute(  # VALUES names its columns column1, column2 … in both databases
+                    "UPDATE journal SET status = ?, error = v.column2, result = v.column3, "
+                    f"finished = ? FROM (VALUES {_rows('(?, ?, ?)', len(chunk))}) AS v "
+                    f"WHERE journal.op_id = v.column1 AND journal.status <> 'done'{when}",
+                    status.value,
+                    now,
+                    *(value for row in chunk for value in row),
+                    *((run_id,) if when else ()),
+                )
 
     @reconnecting
     def journal_abandon(self, run_id: str, op_id: str, why: str) -> bool:

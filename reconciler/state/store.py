@@ -77,6 +77,16 @@ class PlannedOp:
 
 
 @dataclass(frozen=True, slots=True)
+class OpOutcome:
+    """What became of an op, to record in the journal (as ``journal_finish`` records it)."""
+
+    op_id: str
+    status: OpStatus
+    error: str | None = None
+    result: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JournalEntry:
     op_id: str
     run_id: str

@@ -25,6 +25,7 @@ from reconciler.plan.file import SavedPlan, Seal, save_plan
 from reconciler.plan.model import Plan
 from reconciler.review.origin import origin_here
 from reconciler.state import StateStore
+from tests.apply.events import Gate
 from tests.state.conftest import pg_admin, pg_target, sqlite_target, target  # noqa: F401
 from tests.state.targets import Target
 
@@ -68,6 +69,7 @@ class Site:
     root: Path
     target: Target
     planned_at: float = 0.0  # the clock of the last plan made (a saved plan records it)
+    gate: Gate | None = None  # held calls wait until it opens (``let_go``)
 
     @property
     def home(self) -> Path:
@@ -103,11 +105,14 @@ class Site:
     def configure(self, *, delay: float = 0.0, slow: dict[str, float] | None = None,
                   hold: Sequence[str] = ()) -> None:
         """Per-call delays; calls for ``hold`` entries wait until ``let_go()``."""
+        if hold and self.gate is None:  # closed before any call can see the hold
+            self.gate = Gate(self.home / "gate")
         doc = {"delay": delay, "slow": slow or {}, "hold": list(hold)}
         (self.home / "config.json").write_text(orjson.dumps(doc).decode())
 
     def let_go(self) -> None:
-        (self.home / "go").touch()
+        if self.gate is not None:
+            self.gate.open()
 
     def fault(self, entry: str, code: str, times: int, *, after: bool = False) -> None:
         """Make the next ``times`` calls for ``entry`` fail with ``code`` (``after``: the

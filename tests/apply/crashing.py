@@ -21,6 +21,7 @@ import reconciler.cmds.plan as plan_cli
 from reconciler.apply.ops import op_id, plan_digest
 from reconciler.plan.file import load_plan
 from tests.apply.conftest import Site, volume_site
+from tests.apply.events import Doorbell
 from tests.conftest import EXAMPLE_SITE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,9 +75,13 @@ def exec_site(site: Site) -> Crashing:
                     lambda: list(site.provider_state()["ops"]))
 
 
-def start_apply(argv: list[str], log: Path) -> subprocess.Popen[str]:
-    """Progress (a line per action) goes to ``log``: a pipe nobody reads would fill up."""
+def start_apply(argv: list[str], log: Path, bell: Doorbell | None = None
+                ) -> subprocess.Popen[str]:
+    """Progress (a line per action) goes to ``log``: a pipe nobody reads would fill up;
+    with a ``bell``, each line rings it too."""
+    command = [sys.executable, "-m", "reconciler.cmds.apply", *argv, "--format", "json"]
+    if bell is not None:
+        return bell.popen(command, log, cwd=ROOT, stdout=subprocess.PIPE)
     with log.open("w") as err:
-        return subprocess.Popen([sys.executable, "-m", "reconciler.cmds.apply", *argv,
-                                 "--format", "json"], cwd=ROOT, stdout=subprocess.PIPE,
-                                stderr=err, text=True)
+        return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=err,
+                                text=True)

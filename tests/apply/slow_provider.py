@@ -9,7 +9,10 @@ lost; a list of such faults is served in order), and logs:
 ``calls.log`` one line per mutating call received. ``delay`` (seconds) in ``config.json``
 is slept per mutating call before the change, outside the lock, so calls overlap;
 ``slow`` maps entry ids to their own delay; calls for an entry listed in ``hold`` then wait
-until the file ``go`` exists (a test decides when a call in flight completes).
+for the test to let go of ``gate`` (a test decides when a call in flight completes).
+Events for a test waiting on them (tests/apply/events.py): a line to the FIFO ``events``,
+if a test reads one, at each call received and each change made; the lock ``busy`` held
+shared while the process works.
 Standard library only: it runs as its own process like a real provider would.
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -75,13 +79,11 @@ def handle(home: Path, req: dict[str, Any]) -> dict[str, Any]:
     params = req.get("params") or {}
     entry_id = params.get("id") or (params.get("entry") or {}).get("id")
     _log(home / "calls.log", f"{time.time():.4f} {os.getpid()} {req['op_id']} {verb} {entry_id}")
+    _ring(home)
     config = _read(home / "config.json", {})
     time.sleep(float(config.get("slow", {}).get(entry_id, config.get("delay", 0))))
-    held_until = time.monotonic() + 60
-    while entry_id in config.get("hold", ()) and not (home / "go").exists():
-        if time.monotonic() > held_until:
-            return _fail("DEADLINE_EXCEEDED", f"{entry_id} was held and never let go")
-        time.sleep(0.01)
+    if entry_id in config.get("hold", ()) and not _let_go(home / "gate"):
+        return _fail("DEADLINE_EXCEEDED", f"{entry_id} was held and never let go")
     with open(home / ".lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         state = _read(home / "state.json", {"entries": {}, "ops": {}, "epoch": 0, "gen": 0})
@@ -102,9 +104,42 @@ def handle(home: Path, req: dict[str, Any]) -> dict[str, Any]:
             state["gen"] += 1
             _log(home / "executed.log", f"{req['op_id']} {verb} {entry_id}")
         _write(home / "state.json", state)
+        _ring(home)
         if fault:
             return _injected(home, faults, fault, entry_id)
         return reply
+
+
+def _ring(home: Path) -> None:
+    """Wake a test waiting on the FIFO ``events``, if one is there and read."""
+    try:
+        fd = os.open(home / "events", os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:  # no FIFO, or nobody reading it
+        return
+    try:
+        os.write(fd, b"\n")
+    except BlockingIOError:  # full: a waiter has rings enough
+        pass
+    finally:
+        os.close(fd)
+
+
+def _let_go(gate: Path, seconds: int = 60) -> bool:
+    """Wait until the test lets go of ``gate`` (it holds the file locked until then);
+    False after ``seconds``."""
+    def expired(signum: int, frame: object) -> None:
+        raise TimeoutError
+
+    signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        with open(gate, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_SH)
+        return True
+    except TimeoutError:
+        return False
+    finally:
+        signal.alarm(0)
 
 
 def _next_fault(faults: dict[Any, Any], entry_id: str | None) -> dict[str, Any] | None:
@@ -129,8 +164,11 @@ def _injected(home: Path, faults: dict[Any, Any], fault: dict[str, Any],
 
 def main() -> None:
     home = Path(sys.argv[1])
-    req = json.loads(sys.stdin.read())
-    sys.stdout.write(json.dumps(handle(home, req)) + "\n")
+    with open(home / "busy", "a") as busy:
+        fcntl.flock(busy, fcntl.LOCK_SH)
+        req = json.loads(sys.stdin.read())
+        sys.stdout.write(json.dumps(handle(home, req)) + "\n")
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

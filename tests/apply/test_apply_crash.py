@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,14 +21,23 @@ from reconciler.apply.ops import op_id, plan_digest
 from reconciler.state import JournalEntry, OpStatus, RunStatus, StateStore
 from tests.apply.conftest import Site, pool, volume, volume_site
 from tests.apply.crashing import start_apply
+from tests.apply.events import Doorbell
 
-DELAY = 0.1
+DELAY = 0.1  # each call's work: a kill at its arrival lands while it is in flight
 
 
-def xce_apply(site: Site, *args: str) -> subprocess.Popen[str]:
+@pytest.fixture
+def bell(site: Site) -> Iterator[Doorbell]:
+    """Rung by the slow provider at each call received and change made, and by each
+    progress line of an apply started with it: what the waits below wake on."""
+    with Doorbell(site.home / "events") as ringing:
+        yield ringing
+
+
+def xce_apply(site: Site, bell: Doorbell, *args: str) -> subprocess.Popen[str]:
     """One call at a time, so the test knows which op is in flight; stderr goes to
     ``log(site)``."""
-    return start_apply(site.cli_args(*args, "--parallelism", "1"), log(site))
+    return start_apply(site.cli_args(*args, "--parallelism", "1"), log(site), bell)
 
 
 def log(site: Site) -> Path:
@@ -42,25 +51,31 @@ def journal_now(store: StateStore, digest: str | None) -> list[JournalEntry]:
     return store.journal(run_id=runs[0].run_id) if runs else []
 
 
-def kill_when(site: Site, proc: subprocess.Popen[str], done: int, digest: str | None,
-              *, in_call: bool = True) -> str:
+def kill_when(site: Site, bell: Doorbell, proc: subprocess.Popen[str], done: int,
+              digest: str | None, *, in_call: bool = True) -> str:
     """SIGKILL ``proc`` once ``done`` ops are done and the next is running; return that op.
 
+    Checked at each event (a call received, a change made, a progress line), so the kill
+    lands at the first one past the point, or the apply's end fails the test.
     ``in_call``: wait until the provider has received that op's call (else the kill may land
     between the journal write and the call).
     """
+    in_flight: list[str] = []
+
+    def at_point() -> bool:
+        journal = journal_now(store, digest)
+        states = Counter(e.status for e in journal)
+        running = [e.op_id for e in journal if e.status is OpStatus.RUNNING]
+        sent = len(site.calls()) > states[OpStatus.DONE] or not in_call
+        in_flight[:] = running[:1]
+        return states[OpStatus.DONE] >= done and bool(running) and sent
+
     with site.store() as store:
-        while True:  # until the kill point or the apply's end (an assertion): no deadline
-            journal = journal_now(store, digest)
-            states = Counter(e.status for e in journal)
-            running = [e.op_id for e in journal if e.status is OpStatus.RUNNING]
-            sent = len(site.calls()) > states[OpStatus.DONE] or not in_call
-            if states[OpStatus.DONE] >= done and running and sent:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait()  # reaped: its pid is gone, as after a CI runner's kill
-                return running[0]
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.01)
+        reached = bell.wait(at_point, proc, f"{done} ops done and the next in flight")
+        assert reached, proc.communicate()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()  # reaped: its pid is gone, as after a CI runner's kill
+        return in_flight[0]
 
 
 def finish(site: Site, proc: subprocess.Popen[str]) -> dict[str, object]:
@@ -74,16 +89,17 @@ def finish(site: Site, proc: subprocess.Popen[str]) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(("done_before_kill", "in_call"), [(0, True), (3, False), (6, True)])
-def test_killed_plan_apply_finishes_exactly_the_remainder(site: Site, done_before_kill: int,
+def test_killed_plan_apply_finishes_exactly_the_remainder(site: Site, bell: Doorbell,
+                                                          done_before_kill: int,
                                                           in_call: bool) -> None:
     site.write(volume_site(volumes=2, users=3), delay=DELAY)
     plan = site.plan()
     plan_file = site.save(plan)
     digest = plan_digest(plan)
-    in_doubt = kill_when(site, xce_apply(site, str(plan_file)), done_before_kill, digest,
-                         in_call=in_call)
+    in_doubt = kill_when(site, bell, xce_apply(site, bell, str(plan_file)), done_before_kill,
+                         digest, in_call=in_call)
 
-    report = finish(site, xce_apply(site, str(plan_file)))
+    report = finish(site, xce_apply(site, bell, str(plan_file)))
     counts = report["counts"]
     assert isinstance(counts, dict)
     assert counts["already-done"] >= done_before_kill
@@ -109,7 +125,7 @@ def test_killed_plan_apply_finishes_exactly_the_remainder(site: Site, done_befor
 
 
 @pytest.mark.parametrize("orphan_done_first", [True, False])
-def test_killed_auto_approve_finishes_with_a_new_plan(site: Site,
+def test_killed_auto_approve_finishes_with_a_new_plan(site: Site, bell: Doorbell,
                                                      orphan_done_first: bool) -> None:
     """The killed runner's provider call goes on (its own process) and may finish either
     before the re-run plans (the new plan no longer has the action: the op in doubt is
@@ -119,17 +135,15 @@ def test_killed_auto_approve_finishes_with_a_new_plan(site: Site,
     in_flight = "volume-dir/v1/u01"  # the third action: after both volumes
     site.configure(delay=DELAY, hold=[] if orphan_done_first else [in_flight])
     entries = Counter(a.entry for a in site.plan().actions)
-    in_doubt = kill_when(site, xce_apply(site, "--auto-approve"), 2, None)
+    in_doubt = kill_when(site, bell, xce_apply(site, bell, "--auto-approve"), 2, None)
     if orphan_done_first:
-        while in_flight not in site.executed():
-            time.sleep(0.01)
-        rerun = xce_apply(site, "--auto-approve")
+        bell.wait(lambda: in_flight in site.executed(), what="the orphaned call's change")
+        rerun = xce_apply(site, bell, "--auto-approve")
     else:  # the orphaned call completes only once the re-run has sent the op again
-        rerun = xce_apply(site, "--auto-approve")
-        deadline = time.monotonic() + 30
-        while site.calls().count(in_flight) < 2:
-            assert time.monotonic() < deadline and rerun.poll() is None, rerun.communicate()
-            time.sleep(0.01)
+        rerun = xce_apply(site, bell, "--auto-approve")
+        sent_again = bell.wait(lambda: site.calls().count(in_flight) >= 2, rerun,
+                               "the re-run's call")
+        assert sent_again, rerun.communicate()
         assert in_flight not in site.executed()
         site.let_go()
 
@@ -151,7 +165,8 @@ def test_killed_auto_approve_finishes_with_a_new_plan(site: Site,
             assert site.call_ops(in_flight) == [in_doubt, in_doubt]
 
 
-def test_an_op_in_doubt_skipped_for_want_of_permission_stays_in_doubt(site: Site) -> None:
+def test_an_op_in_doubt_skipped_for_want_of_permission_stays_in_doubt(site: Site,
+                                                                     bell: Doorbell) -> None:
     """Killed mid-delete under --allow-destroy, run again without it (the delete is skipped)
     and then with it: the delete the first run sent is still this plan's own change, not a
     change that makes the plan stale."""
@@ -160,18 +175,15 @@ def test_an_op_in_doubt_skipped_for_want_of_permission_stays_in_doubt(site: Site
     site.configure(delay=DELAY, hold=["storage-pool/spare"])
     plan = site.plan()
     plan_file = site.save(plan)
-    first = xce_apply(site, str(plan_file), "--allow-destroy")
-    deadline = time.monotonic() + 30
-    while "storage-pool/spare" not in site.calls():  # the delete is in flight
-        assert time.monotonic() < deadline and first.poll() is None, first.communicate()
-        time.sleep(0.01)
+    first = xce_apply(site, bell, str(plan_file), "--allow-destroy")
+    in_flight = bell.wait(lambda: "storage-pool/spare" in site.calls(), first, "the delete")
+    assert in_flight, first.communicate()
     first.send_signal(signal.SIGKILL)
     first.wait()
     site.let_go()  # the orphaned call deletes the pool after all
-    while "storage-pool/spare" not in site.executed():
-        time.sleep(0.01)
+    bell.wait(lambda: "storage-pool/spare" in site.executed(), what="the orphaned delete")
 
-    without = xce_apply(site, str(plan_file))
+    without = xce_apply(site, bell, str(plan_file))
     out, _ = without.communicate(timeout=60)
     assert without.returncode == 0, log(site).read_text()
     skipped = [a for a in json.loads(out)["actions"] if a["status"] == "skipped"]
@@ -181,7 +193,7 @@ def test_an_op_in_doubt_skipped_for_want_of_permission_stays_in_doubt(site: Site
     with site.store() as store:
         assert [e.op_id for e in store.in_doubt("apply/test@")] == [op]
 
-    again = xce_apply(site, str(plan_file), "--allow-destroy")
+    again = xce_apply(site, bell, str(plan_file), "--allow-destroy")
     out, _ = again.communicate(timeout=60)
     assert again.returncode == 0, log(site).read_text()
     assert json.loads(out)["result"] == "applied"

@@ -20,7 +20,6 @@ import json
 import os
 import random
 import signal
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ import reconciler.cmds.plan as plan_cli
 from reconciler.state import OpStatus, StateStore
 from tests.apply.conftest import Site
 from tests.apply.crashing import Crashing, example_site, exec_site, start_apply
+from tests.apply.events import Doorbell, poll
 
 pytestmark = pytest.mark.slow
 
@@ -39,27 +39,32 @@ SEED = int(os.environ.get("XCE_CRASH_SEED") or random.randrange(1 << 32))
 
 
 def kill_at_random(rng: random.Random, store: StateStore, digest: str, argv: list[str],
-                   total: int, log: Path) -> bool:
+                   total: int, log: Path, bell: Doorbell) -> bool:
     """Start an apply and SIGKILL it once its run has begun and a random number more ops
-    are done (half the time few or none); False when it finished before that point."""
+    are done (half the time few or none); False when it finished before that point.
+
+    More ops done is checked at each progress line of the apply (``bell``); more than none
+    means its run has begun. None more: the run's start is a row in the store that no
+    event marks, so it is polled for (``poll``: every 5 ms, a bounded number of times)."""
     seen = {r.run_id for r in store.runs(limit=1000)}
     before = len(store.done_op_ids(digest))
     left = total - before
     if not left:  # the last one was killed after its last op: only the end is left to do
         return False
     more = rng.randrange(min(left, 20)) if rng.random() < 0.5 else rng.randrange(left)
-    proc = start_apply(argv, log)
-    while True:  # until the count is reached or the apply ends: events, not a deadline
-        begun = any(r.run_id not in seen for r in store.runs(limit=3))
-        if begun and len(store.done_op_ids(digest)) >= before + more:
-            proc.send_signal(signal.SIGKILL)
-            proc.communicate()  # reaped: its pid is gone, as after a CI runner's kill
-            return True
-        if proc.poll() is not None:
-            proc.communicate()
-            assert proc.returncode == 0, f"seed {SEED}: {log.read_text()}"
-            return False
-        time.sleep(0.005)
+    proc = start_apply(argv, log, bell)
+    if more:
+        reached = bell.wait(lambda: len(store.done_op_ids(digest)) >= before + more, proc,
+                            f"{before + more} ops done")
+    else:
+        reached = poll(lambda: any(r.run_id not in seen for r in store.runs(limit=3)), proc)
+    if reached and proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()  # reaped: its pid is gone, as after a CI runner's kill
+        return True
+    proc.communicate()
+    assert proc.returncode == 0, f"seed {SEED}: {log.read_text()}"
+    return False
 
 
 def kill_series(rng: random.Random, site: Site, crashing: Crashing, kills: int,
@@ -68,8 +73,9 @@ def kill_series(rng: random.Random, site: Site, crashing: Crashing, kills: int,
     (``kill_at_random``); (the kills made, the ops done when the last one died)."""
     digest, ops = crashing.ops()
     made = 0
-    with site.store() as store:
-        while made < kills and kill_at_random(rng, store, digest, crashing.argv, len(ops), log):
+    with site.store() as store, Doorbell(log.with_name("events")) as bell:
+        while made < kills and kill_at_random(rng, store, digest, crashing.argv, len(ops),
+                                              log, bell):
             made += 1
         return made, len(store.done_op_ids(digest))
 

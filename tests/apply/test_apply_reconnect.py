@@ -19,10 +19,10 @@ import json
 import os
 import random
 import secrets
+import subprocess
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -39,6 +39,7 @@ from reconciler.state.sql_store import SqlStore
 from reconciler.state.urls import PostgresTarget, parse_target
 from tests.apply.conftest import FAST_RETRY, Site, volume_site
 from tests.apply.crashing import Crashing, example_site, exec_site, start_apply
+from tests.apply.events import Doorbell, all_calls_ended, poll
 from tests.state.targets import Target, with_options
 
 pytestmark = pytest.mark.postgres
@@ -60,20 +61,26 @@ def pg_site(tmp_path: Path, pg_target: Target, app_name: str) -> Site:
                                  with_options(pg_target.url, application_name=app_name)))
 
 
+@pytest.fixture
+def bell(tmp_path: Path) -> Iterator[Doorbell]:
+    """Rung by each progress line of an apply started with it."""
+    with Doorbell(tmp_path / "events") as ringing:
+        yield ringing
+
+
 def drop_connection(admin: Admin, app_name: str) -> None:
-    """End the apply's backend; while it is reconnecting there is none: wait for it."""
-    deadline = time.monotonic() + 10
-    while not admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                            "WHERE application_name = %s", (app_name,)).fetchall():
-        assert time.monotonic() < deadline, "the apply has no connection to end"
-        time.sleep(0.005)
+    """End the apply's backend; while it is reconnecting there is none: wait for it (a
+    backend appearing is no event a test can wait on: ``poll``, at most 10 s)."""
+    poll(lambda: bool(admin.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+        (app_name,)).fetchall()), what="a connection of the apply to end", tries=2000)
 
 
-def wait_done(store: StateStore, digest: str, count: int, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while len(store.done_op_ids(digest)) < count:
-        assert time.monotonic() < deadline, f"seed {SEED}: stuck: {log.read_text()[-3000:]}"
-        time.sleep(0.005)
+def wait_done(bell: Doorbell, proc: subprocess.Popen[str], store: StateStore, digest: str,
+              count: int, log: Path) -> None:
+    """Until ``count`` ops are done, checked at each progress line of ``proc``."""
+    done = bell.wait(lambda: len(store.done_op_ids(digest)) >= count, proc, f"{count} ops done")
+    assert done and proc.poll() is None, f"seed {SEED}: stuck: {log.read_text()[-3000:]}"
 
 
 def finished(crashing: Crashing, site: Site, digest: str, ops: set[str]) -> None:
@@ -87,17 +94,18 @@ def finished(crashing: Crashing, site: Site, digest: str, ops: set[str]) -> None
 
 @pytest.mark.slow
 def test_a_dropped_connection_does_not_stop_a_long_apply(
-        pg_site: Site, pg_target: Target, pg_admin: Admin, app_name: str) -> None:
+        pg_site: Site, pg_target: Target, pg_admin: Admin, app_name: str, bell: Doorbell
+) -> None:
     print(f"XCE_CRASH_SEED={SEED}")
     rng = random.Random(f"{SEED}/reconnect")
     crashing = example_site(pg_site)
     digest, ops = crashing.ops()
     points = sorted(rng.sample(range(1, len(ops) - 200), 4))
     log = pg_site.root / "apply.log"
-    proc = start_apply(crashing.argv, log)
+    proc = start_apply(crashing.argv, log, bell)
     with pg_target.open() as watcher:  # not under app_name: never ended itself
         for point in points:
-            wait_done(watcher, digest, point, log)
+            wait_done(bell, proc, watcher, digest, point, log)
             drop_connection(pg_admin, app_name)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, f"seed {SEED}: {log.read_text()[-3000:]}"
@@ -110,7 +118,8 @@ def test_a_dropped_connection_does_not_stop_a_long_apply(
 
 @pytest.mark.slow
 def test_an_apply_cut_off_while_another_took_over_stops_and_resumes_later(
-        pg_site: Site, pg_target: Target, pg_admin: Admin, app_name: str) -> None:
+        pg_site: Site, pg_target: Target, pg_admin: Admin, app_name: str, bell: Doorbell
+) -> None:
     """Cut off while its lease was taken over (it expired, or an operator forced it), the
     apply must not go on when its connection comes back: another runner owns the site."""
     print(f"XCE_CRASH_SEED={SEED}")
@@ -118,10 +127,10 @@ def test_an_apply_cut_off_while_another_took_over_stops_and_resumes_later(
     crashing = exec_site(pg_site)
     digest, ops = crashing.ops()
     log = pg_site.root / "apply.log"
-    proc = start_apply([*crashing.argv, "--parallelism", "2"], log)
+    proc = start_apply([*crashing.argv, "--parallelism", "2"], log, bell)
     lock = lock_name("test")
     with pg_target.open() as thief:
-        wait_done(thief, digest, rng.randrange(1, len(ops) // 2), log)
+        wait_done(bell, proc, thief, digest, rng.randrange(1, len(ops) // 2), log)
         thief.force_release(lock)
         thief.acquire(lock, THIEF, 60)
         thief.next_epoch(lock)
@@ -131,8 +140,8 @@ def test_an_apply_cut_off_while_another_took_over_stops_and_resumes_later(
         assert "error[XCE807]" in log.read_text()
         stopped_at = Counter(crashing.ledger())
         assert len(stopped_at) < len(ops)
-        time.sleep(0.3)
-        assert Counter(crashing.ledger()) == stopped_at  # nothing runs on behind its back
+        all_calls_ended(pg_site.home)  # every provider process it started has ended
+        assert Counter(crashing.ledger()) == stopped_at  # nothing ran on behind its back
         thief.release(lock, THIEF.name)
     rerun = start_apply(crashing.argv, log)
     rerun.communicate(timeout=120)
@@ -146,7 +155,7 @@ PHASES = {
     "recovery": ("in_doubt", "runs"),
     "inventory": ("provider_generations", "record_generations"),
     "run start": ("done_op_ids", "start_run"),
-    "journal": ("journal_add", "journal_start", "journal_finish"),
+    "journal": ("journal_add", "journal_round"),
     "applied record": ("finish_run", "set_applied"),
     "release": ("release",),
     "heartbeat": ("renew",),
@@ -250,10 +259,9 @@ def test_a_backend_ended_at_every_phase_boundary_never_ends_the_apply(
 
 
 def _renewed(backend: Severing) -> None:
-    """Wait until the heartbeat's renewal was cut as often as planned (or 30 s passed)."""
-    deadline = time.monotonic() + 30
-    while backend.severed["renew"] < CUTS and time.monotonic() < deadline:
-        backend.cut.wait(0.1)
+    """Wait until the heartbeat's renewal was cut as often as planned (woken by each cut),
+    or no cut came for 30 s."""
+    while backend.severed["renew"] < CUTS and backend.cut.wait(30):
         backend.cut.clear()
 
 

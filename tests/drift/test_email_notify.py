@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -44,11 +44,15 @@ def run(store: StateStore, notify: Notify, findings: tuple[Finding, ...],
     return Notifier(notify).run(report, Templates(), store, at)
 
 
+@dataclass
 class SlowInbox(Inbox):
-    """Takes its time over each message, so a second run comes while the first sends."""
+    """Holds each message until a run has returned (at most 30 s), so the second run comes
+    while the first sends, whatever the machine's speed."""
+
+    a_run_returned: threading.Event = field(default_factory=threading.Event)
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        await asyncio.sleep(1.5)
+        await asyncio.get_running_loop().run_in_executor(None, self.a_run_returned.wait, 30)
         return await super().handle_DATA(server, session, envelope)
 
 
@@ -62,6 +66,7 @@ def test_two_runs_at_once_send_one_message(target: Target) -> None:
         with target.open() as store:
             start.wait()
             notices.append(run(store, settings(port), findings, AT))
+        inbox.a_run_returned.set()
 
     with smtp_server(inbox) as port:
         threads = [threading.Thread(target=one_run) for _ in range(2)]

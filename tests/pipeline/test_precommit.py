@@ -1,7 +1,10 @@
 """The pre-commit hook, run by pre-commit itself in site repositories made by xce-init:
-``pre-commit try-repo`` with this checkout's ``.pre-commit-hooks.yaml``, and the site's own
-``.pre-commit-config.yaml`` with the release it pins. pre-commit makes its own virtualenv and
-pip-installs xce-gitops and its dependencies there, so these take a minute or two each.
+this checkout's ``.pre-commit-hooks.yaml`` named by a configuration (the one ``pre-commit
+try-repo`` writes, and docs/ci.md's form naming xce-gitops' repository and a rev), and the
+site's own ``.pre-commit-config.yaml`` with the release it pins. pre-commit makes its own
+virtualenv and pip-installs xce-gitops and its dependencies there, so these take a minute or
+two each; the good and the broken site share one pre-commit store, so that is done once
+(``try-repo`` itself would install it in a store of its own on every run).
 """
 
 from __future__ import annotations
@@ -27,12 +30,12 @@ TYPO = ("    hosts: cn[01-08]\n", "    hosst: cn[01-08]\n")  # hosts.yaml line 6
 TIMEOUT = 600
 
 
-def _environ(home: Path) -> dict[str, str]:
-    """A shell's environment with pre-commit's store in ``home`` and no pytest state; pip
+def _environ(store: Path) -> dict[str, str]:
+    """A shell's environment with pre-commit's store in ``store`` and no pytest state; pip
     keeps its own cache (HOME stays), so a second run downloads nothing."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("PYTEST_") and k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    env["PRE_COMMIT_HOME"] = str(home / "pre-commit")
+    env["PRE_COMMIT_HOME"] = str(store)
     return env
 
 
@@ -62,17 +65,27 @@ def _site(where: Path, home: Path, typo: bool) -> Path:
     return where
 
 
+def _hook_config(hooks: Path, dest: Path) -> Path:
+    """The configuration ``pre-commit try-repo HOOKS xce-compile`` writes and runs: the hook
+    repository at its commit, the hook with the manifest's own arguments."""
+    rev = git.Repo(hooks).head.commit.hexsha
+    dest.write_text(f"repos:\n  - repo: {hooks}\n    rev: {rev}\n"
+                    "    hooks: [{id: xce-compile}]\n")
+    return dest
+
+
 @pytest.fixture(scope="module")
 def try_repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
-    """``pre-commit try-repo HOOKS xce-compile --all-files`` in a good site and in one with
-    a typo, both at once (each installs its own environment): site and output by name."""
+    """``pre-commit run --config HOOK-CONFIG --all-files`` (``_hook_config``) in a good site
+    and in one with a typo, both at once with one pre-commit store: the first to get its lock
+    installs the hook's environment, the other uses it. Site and output by name."""
     base = tmp_path_factory.mktemp("try-repo")
-    hooks = _hook_repository(base / "xce-gitops")
+    config = _hook_config(_hook_repository(base / "xce-gitops"), base / "hook-config.yaml")
+    env = _environ(base / "pre-commit")
     runs: dict[str, tuple[Path, subprocess.Popen[str]]] = {}
     for name in ("good", "typo"):
-        env = _environ(base / f"home-{name}")
         site = _site(base / name, base / f"home-{name}", typo=name == "typo")
-        command = [PRE_COMMIT, "try-repo", str(hooks), "xce-compile", "--all-files"]
+        command = [PRE_COMMIT, "run", "--config", str(config), "--all-files"]
         runs[name] = (site, subprocess.Popen(command, cwd=site, env=env, text=True,
                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
     done = {name: (site, proc.communicate(timeout=TIMEOUT)[0]) for name, (site, proc) in
@@ -107,7 +120,7 @@ def test_the_site_s_own_config_installs_the_pinned_release(
 ) -> None:
     """``pre-commit run`` with the .pre-commit-config.yaml xce-init wrote: it installs
     xce-gitops of the version it pins (here from the wheel of this checkout) and passes."""
-    env = _environ(tmp_path / "home")
+    env = _environ(tmp_path / "home" / "pre-commit")
     site = _site(tmp_path / "site", tmp_path / "home", typo=False)
     finds = [str(installed.wheel.parent), *filter(None, [env.get("PIP_FIND_LINKS")])]
     env["PIP_FIND_LINKS"] = " ".join(finds)
