@@ -15,6 +15,11 @@ provider's side of every call (the built-in transport runs it on a thread of its
 the CPU difference leaves out what the calls cost in that very run: (apply − its calls) −
 (providers alone − their calls). Journaled actions per second is the actions over that
 difference. ``--repeat R`` keeps the best of R runs of each.
+
+``--free`` answers every change call at once with success, without the provider (its
+reads still reach it): the apply's wall is then its own (lock, journal rounds, executor),
+so the whole apply's actions per wall second are the most the apply can carry, and the
+best of R is the fastest wall. Each run also counts the journal's rounds (transactions).
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -41,13 +47,15 @@ from compiler.contract.supply_map import Entry, SupplyMap
 from reconciler.apply import ApplyOptions, apply
 from reconciler.pipeline import gather, load_desired, plan_for
 from reconciler.plan.file import SavedPlan
-from reconciler.protocol import Request
+from reconciler.protocol import Reply, Request
 from reconciler.providers.registry import open_provider
 from reconciler.state import open_store
+from reconciler.state.sql_store import SqlStore
 from reconciler.transports import BuiltinTransport
 
 OWNER = "site/bench"
 PROVIDER = "fs"
+CHANGES = frozenset({"create", "update", "delete"})
 
 
 @contextmanager
@@ -68,6 +76,22 @@ def provider_cpu() -> Iterator[list[float]]:
         yield total
     finally:
         BuiltinTransport._run = run  # type: ignore[method-assign]
+
+
+@contextmanager
+def free_changes() -> Iterator[None]:
+    """Every change call answered at once with success, the provider untouched (reads still
+    reach it): the apply's wall is then its own — lock, journal, executor — alone."""
+    handle = BuiltinTransport._handle
+
+    def free(self: BuiltinTransport, request: Request) -> Reply:
+        return Reply.success({}) if request.verb in CHANGES else handle(self, request)
+
+    BuiltinTransport._handle = free  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        BuiltinTransport._handle = handle  # type: ignore[method-assign]
 
 
 def entries(n: int) -> list[Entry]:
@@ -115,22 +139,40 @@ def pg_schema_url(base: str) -> tuple[str, str]:
     return f"{base}{'&' if '?' in base else '?'}options={option}", schema
 
 
-def run_apply(root: Path, url: str, n: int, parallelism: int) -> tuple[float, float, float]:
-    """CPU, wall and the provider calls' own CPU of the apply of N creates."""
+@contextmanager
+def rounds_counted() -> Iterator[list[int]]:
+    """How many journal rounds (one transaction each) the apply wrote, in ``[0]``."""
+    count, journal_round = [0], SqlStore.journal_round
+
+    def counted(self: SqlStore, /, *args: Any) -> frozenset[str]:
+        count[0] += 1
+        return journal_round(self, *args)
+
+    SqlStore.journal_round = counted  # type: ignore[method-assign,assignment]
+    try:
+        yield count
+    finally:
+        SqlStore.journal_round = journal_round  # type: ignore[method-assign]
+
+
+def run_apply(root: Path, url: str, n: int, parallelism: int) -> tuple[float, ...]:
+    """CPU, wall, the provider calls' own CPU and the journal rounds of the apply of N
+    creates."""
     desired = load_desired(None, write_site(root, n))
     workdir = root / ".xce"
     plan = plan_for(desired, gather(desired, workdir), now=time.time(), force=True)
     assert len(plan.actions) == n + 1, len(plan.actions)
-    with open_store(url, root / "unused.db", env={}) as store, provider_cpu() as calls:
+    with (open_store(url, root / "unused.db", env={}) as store, provider_cpu() as calls,
+          rounds_counted() as rounds):
         cpu, wall = time.process_time(), time.perf_counter()
         report = apply(desired, SavedPlan(plan, False), store, workdir,
                        ApplyOptions(parallelism=parallelism))
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     assert report.result == "applied", [o.message for o in report.outcomes if not o.ok]
-    return cpu, wall, calls[0]
+    return cpu, wall, calls[0], rounds[0]
 
 
-Round = tuple[float, float, float, float, float, float]
+Round = tuple[float, ...]
 
 
 def measure(root: Path, args: argparse.Namespace) -> Round:
@@ -154,13 +196,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--state", help="a store URL (default: a fresh SQLite file)")
     parser.add_argument("--pg", action="store_true", help="PostgreSQL at $XCE_TEST_PG_URL")
+    parser.add_argument("--free", action="store_true",
+                        help="change calls answer at once: the wall is the apply's own")
     args = parser.parse_args()
     rounds: list[Round] = []
     for _ in range(args.repeat):
-        with tempfile.TemporaryDirectory(prefix="bench-apply-") as tmp:
+        with (tempfile.TemporaryDirectory(prefix="bench-apply-") as tmp,
+              free_changes() if args.free else nullcontext()):
             rounds.append(measure(Path(tmp), args))
-    alone_cpu, alone_wall, alone_calls, cpu, wall, calls = min(
-        rounds, key=lambda r: (r[3] - r[5]) - (r[0] - r[2]))
+    alone_cpu, alone_wall, alone_calls, cpu, wall, calls, journal_rounds = min(
+        rounds, key=lambda r: r[4] if args.free else (r[3] - r[5]) - (r[0] - r[2]))
     actions = args.actions + 1
     own_cpu = (cpu - calls) - (alone_cpu - alone_calls)
     store = "postgresql" if args.pg or (args.state or "").startswith("postgres") else "sqlite"
@@ -175,6 +220,8 @@ def main() -> None:
           f"wall {(wall - alone_wall) / actions * 1e3:.3f} ms")
     print(f"journaled actions per second (apply's own CPU): {actions / own_cpu:,.0f}; "
           f"the whole apply, wall: {actions / wall:,.0f}")
+    print(f"journal rounds: {journal_rounds:,.0f} ({actions / journal_rounds:.1f} actions each)")
+
 
 if __name__ == "__main__":
     main()

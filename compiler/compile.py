@@ -14,7 +14,12 @@ from compiler.checks.discovery import check_discovery
 from compiler.checks.drift import check_drift
 from compiler.checks.hosts import HostTable, expand_hosts
 from compiler.checks.index import build_index
-from compiler.checks.providers import check_cache_locations, check_provider_kinds, check_proxies
+from compiler.checks.providers import (
+    check_cache_locations,
+    check_provider_kinds,
+    check_proxies,
+    check_proxy_setting,
+)
 from compiler.checks.references import check_references
 from compiler.checks.secrets import check_secrets
 from compiler.checks.topology import check_topology
@@ -96,6 +101,7 @@ def check_document(doc: SiteDocument, problems: Problems) -> HostTable:
     check_provider_kinds(doc, index, problems)
     check_cache_locations(doc, index, problems)
     check_proxies(doc, index, problems)
+    check_proxy_setting(doc, index, problems)
     check_secrets(doc, problems)
     check_quotas(doc, index, problems)
     check_caches(doc, index, problems)

@@ -29,6 +29,7 @@ from reconciler.pipeline import (
     plan_for,
     recorded_attempts,
 )
+from reconciler.relay import Relay
 from reconciler.render.drift import Templates
 from reconciler.state import StateStore, chosen_store, open_store
 from reconciler.state.urls import SqliteTarget, parse_target
@@ -84,8 +85,10 @@ def _ledger(state: str | None, workdir: Path,
 def _live(desired: Desired, workdir: Path, snapshot: Path | None,
           store: StateStore | None) -> Live:
     """The live map, its generations checked against the store but never recorded: the
-    drift ledger is this command's only write (docs/plan.md, "Providers that did not answer")."""
-    live = gather(desired, workdir, snapshot)
+    drift ledger is this command's only write (docs/plan.md, "Providers that did not answer").
+    A proxied provider is read from what its proxy published to the store."""
+    live = gather(desired, workdir, snapshot,
+                  relay=Relay.of(desired.bindings, desired.supply.site_key, store))
     if store is None:
         return live
     return checked_live(desired, LiveResult(live.supply, live.problems), store, gathered=False)

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from compiler.contract.bindings import BindingError, Bindings
-from compiler.contract.build_files import BINDINGS, DRIFT, WORKDIR
+from compiler.contract.build_files import ALLOWLISTS, BINDINGS, DRIFT, WORKDIR
 from compiler.contract.drift import CompiledDrift, DriftFileError
-from compiler.contract.supply_map import MapReader, SupplyMap, read_json, read_map
+from compiler.contract.supply_map import KnownEntries, MapReader, SupplyMap, read_json, read_map
 from compiler.core.gc_pause import gc_paused
 from compiler.core.problems import Hints, Problem, Problems, Severity, UserError, Where
 from reconciler.dataset_versions import VersionSources, enforce_versions, explain_corrections
@@ -30,10 +30,12 @@ from reconciler.live import (
     trust_generations,
 )
 from reconciler.plan.attempts import ProvisionAttempts
+from reconciler.plan.census import Census
 from reconciler.plan.model import Plan
 from reconciler.planner import make_plan
 from reconciler.planner.guards import Growth
 from reconciler.planner.settings import read_settings
+from reconciler.relay import Relay, config_problems
 from reconciler.state import StateStore
 
 if TYPE_CHECKING:  # the YAML reader is imported only where a site is compiled
@@ -60,6 +62,11 @@ class Desired:
     # build/drift.json: how xce-drift screens and mails drift (compiler/contract/drift.py)
     drift: CompiledDrift = field(default_factory=CompiledDrift)
     origins: Origins | None = None  # where each entry is written (not from a map file)
+    # the ``proxies`` section of allowlists.json: each proxy's scoped opcodes, which an apply
+    # records with the bindings as the config the proxies follow (reconciler/relay/config.py)
+    proxy_allowlists: Mapping[str, Any] = field(default_factory=dict)
+    # the map file's entries by their bytes: a live snapshot is read against them
+    known: KnownEntries | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +99,7 @@ class Origins:
 class Live:
     supply: SupplyMap
     problems: tuple[Problem, ...] = field(default_factory=tuple)
+    census: Census | None = None  # ``supply``'s counts, when trusting it made them
 
 
 def default_workdir(site_dir: Path | None, desired_file: Path | None) -> Path:
@@ -145,12 +153,28 @@ def load_compiled(desired_file: Path) -> Desired:
     entries. The cyclic GC is paused: it finds nothing among a million new objects.
     """
     with gc_paused():
-        decoded = read_map(desired_file, _compiled_reader(desired_file, "compiled supply map"))
+        decoded = read_map(desired_file, _compiled_reader(desired_file, "compiled supply map"),
+                           index=True)
     supply = decoded.supply
     # Without the site folder, site-relative inputs resolve against the current folder.
     bindings = _read_bindings(desired_file.parent / BINDINGS, Path.cwd())
     return Desired(supply, bindings, str(decoded.header.get("digest") or supply.content_digest()),
-                   drift=_read_drift(desired_file.parent / DRIFT))
+                   drift=_read_drift(desired_file.parent / DRIFT),
+                   proxy_allowlists=_read_proxy_allowlists(desired_file.parent / ALLOWLISTS),
+                   known=decoded.known)
+
+
+def _read_proxy_allowlists(path: Path) -> Mapping[str, Any]:
+    """The ``proxies`` section of the allowlists beside the map; none beside a map compiled
+    without them."""
+    if not path.exists():
+        return {}
+    doc = read_json(path, _compiled_reader(path, "allowlists"))
+    proxies = doc.get("proxies", {}) if isinstance(doc, Mapping) else None
+    if not isinstance(proxies, Mapping):
+        raise UserError([HINTS.problem(
+            NOT_COMPILED, "the allowlists have no 'proxies' object", str(path))])
+    return proxies
 
 
 def compile_desired(site_dir: Path, policies: Path | None = None) -> Desired:
@@ -175,7 +199,8 @@ def compile_desired(site_dir: Path, policies: Path | None = None) -> Desired:
                    VersionSources.of(compiled.document, files), compiled.drift,
                    Origins(compiled.sources, Locator(files),
                            None if compiled.document.site is None
-                           else compiled.document.site.where))
+                           else compiled.document.site.where),
+                   {} if compiled.policy is None else compiled.policy.document.get("proxies", {}))
 
 
 def load_desired(site_dir: Path | None, desired_file: Path | None,
@@ -198,8 +223,12 @@ def unreported(live: Live) -> list[Problem]:
 def gather(desired: Desired, workdir: Path, live_file: Path | None = None,
            only: Collection[str] | None = None, *, store: StateStore | None = None,
            accept: Collection[str] = (), accept_shrink: Collection[str] = (),
-           record_accepted: bool = True) -> Live:
+           record_accepted: bool = True, relay: Relay | None = None) -> Live:
     """The live map from a snapshot file, or from every bound provider (in parallel).
+
+    A proxied provider is read from what its proxy published, through ``relay`` — by
+    default the ``store``'s, for a site with proxied providers; the plan then also says
+    when the proxies follow no applied config, or another one (``config_problems``).
 
     With a state ``store``, a provider whose generation went down since the store last
     recorded it is unknown, and so is one whose inventory lost more than the site's
@@ -209,12 +238,17 @@ def gather(desired: Desired, workdir: Path, live_file: Path | None = None,
     recorded only with ``record_accepted``, as an apply does; docs/plan.md)."""
     if live_file is not None:
         with gc_paused():  # as for the desired map: a million new objects, no cycles
-            found = LiveResult(load_live_snapshot(live_file))
+            found = LiveResult(load_live_snapshot(live_file, desired.known))
         other_site = other_site_problem(found.live, desired.supply, str(live_file))
         if other_site is not None:
             raise UserError([other_site])
     else:
-        found = gather_live(desired.bindings, workdir, desired.supply.owner, only=only)
+        relay = relay or Relay.of(desired.bindings, desired.supply.site_key, store)
+        found = gather_live(desired.bindings, workdir, desired.supply.owner, only=only,
+                            relay=relay)
+        if relay is not None:
+            found = replace(found, problems=(*found.problems, *config_problems(
+                relay, desired.bindings, desired.proxy_allowlists)))
     return checked_live(desired, found, store, gathered=live_file is None, accept=accept,
                         accept_shrink=accept_shrink, record_accepted=record_accepted)
 
@@ -235,7 +269,7 @@ def checked_live(desired: Desired, found: LiveResult, store: StateStore | None, 
     checked = trust_generations(found.live, store, site, gathered=gathered, accept=accept,
                                 shrink=loss_limit(desired), accept_shrink=accept_shrink,
                                 record_accepted=record_accepted)
-    return Live(checked.live, (*found.problems, *checked.problems))
+    return Live(checked.live, (*found.problems, *checked.problems), checked.census)
 
 
 def recorded_attempts(store: StateStore | None,
@@ -262,7 +296,7 @@ def plan_for(desired: Desired, live: Live, *, now: float, targets: Collection[st
         plan = make_plan(desired.supply, live.supply, now=now, targets=targets,
                          destroy=destroy, force=force, desired_digest=desired.digest,
                          applied_before=applied_before, attempts=attempts, growth=growth,
-                         accept_growth=accept_growth)
+                         accept_growth=accept_growth, census=live.census)
     if accepted_shrink:
         plan = replace(plan, accepted_shrink=tuple(sorted(set(accepted_shrink))))
     return explain_corrections(plan, corrections)

@@ -37,6 +37,7 @@ from reconciler.plan.model import Plan
 from reconciler.plan.origin import Origin
 from reconciler.plan.redact import redacted
 from reconciler.planner.guards import Growth
+from reconciler.relay import Relay
 from reconciler.render.github import Place
 from reconciler.review import reviewed
 from reconciler.review.origin import origin_here
@@ -163,9 +164,12 @@ def _read(request: PlanRequest, inputs: _Inputs, now: float) -> _Read:
     with _history(request.state, workdir, create=request.keep) as store:
         seal = Seal(store.plan_key(), now) if request.keep and store is not None else None
         history = None if made else store
+        # a proxied provider is read from what its proxy published to the store, even when
+        # the store's history is not asked
+        relay = Relay.of(desired.bindings, desired.supply.site_key, store)
         live = gather(desired, workdir, request.live_file, store=history,
                       accept=request.accept_generation, accept_shrink=request.accept_shrink,
-                      record_accepted=False)
+                      record_accepted=False, relay=relay)
         applied = (None if history is None
                    else history.get_applied(desired.supply.site_key) is not None)
         origin = origin_here(None if request.desired_file else request.site,

@@ -51,6 +51,8 @@ class ErrorCode(StrEnum):
     DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
     INTERNAL = "INTERNAL"
     UNIMPLEMENTED = "UNIMPLEMENTED"  # an optional capability the provider does not offer
+    # a proxy's scoped allowlist does not allow the call's opcode (deny by default)
+    PERMISSION_DENIED = "PERMISSION_DENIED"
 
 
 RETRYABLE = frozenset({ErrorCode.UNAVAILABLE, ErrorCode.DEADLINE_EXCEEDED})

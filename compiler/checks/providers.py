@@ -1,4 +1,5 @@
-"""Providers can hold what is bound to them, and each is served by exactly one active proxy."""
+"""Providers can hold what is bound to them, each is served by exactly one active proxy, and
+``site.proxies`` runs in a proxy only providers that have one, with timings that hold."""
 
 from __future__ import annotations
 
@@ -10,9 +11,16 @@ from compiler.checks.index import Index
 from compiler.contract.bindings import IMPLICIT_CONTROLLER
 from compiler.contract.provider_params import EXTERNAL_KINDS, DatasetCopyParams
 from compiler.core import codes
+from compiler.core.names import did_you_mean, visible
 from compiler.core.problems import Problems, Where
+from compiler.core.units import duration_text
 from compiler.model.document import Located, SiteDocument
 from compiler.model.providers import Provider
+from compiler.model.site import ProxiesSetting
+
+# A proxy renews its leases several times per ttl (a third of it): under 3 s, less than a
+# second between renewals, and one slow round trip to the store hands its providers over.
+MIN_LEASE_TTL = 3
 
 # What each use needs of the provider bound to it.
 CAN_HOLD: dict[str, tuple[str, ...]] = {
@@ -177,3 +185,72 @@ def check_proxies(doc: SiteDocument, index: Index, problems: Problems) -> None:
                 holders[1].where.child("active"),
                 also=[h.where.child("active") for h in holders[:1]],
             )
+
+
+def check_proxy_setting(doc: SiteDocument, index: Index, problems: Problems) -> None:
+    """``site.proxies``: ``serve`` names providers a proxy runs, and the lease and the
+    inventory bound leave room for a late renewal or a late publish."""
+    if doc.site is None:
+        return
+    setting = doc.site.item.proxies
+    where = doc.site.where.child("proxies")
+    if isinstance(setting.serve, list):
+        _check_served(doc, index, setting.serve, where.child("serve"), problems)
+    _check_timings(setting, where, problems)
+
+
+def _check_served(doc: SiteDocument, index: Index, serve: list[str], where: Where,
+                  problems: Problems) -> None:
+    """Each name a provider (XCE431) run by a proxy (XCE432). A provider other than the
+    controller map without an active proxy is XCE403 already, at the provider."""
+    known = index.providers.known() | {doc.controller}
+    served = {name for px in doc.proxies for name in px.item.active}
+    served |= _named_by_invalid_proxies(doc)
+    for i, name in enumerate(serve):
+        shown = visible(name)
+        if name not in known:
+            problems.error(
+                codes.PROXY_SERVE_UNKNOWN,
+                f"site.proxies.serve: unknown provider '{shown}'",
+                did_you_mean(name, known) or "name a provider of 'providers:', or write "
+                "'serve: all' for every provider that has a proxy",
+                where.child(i),
+            )
+        elif name == doc.controller and name not in served:
+            problems.error(
+                codes.PROXY_SERVE_NO_PROXY,
+                f"site.proxies.serve: provider '{shown}' is the controller map, which no "
+                "proxy runs: it runs in-process, in xce-plan and xce-apply",
+                f"remove '{shown}' from serve ('serve: all' means every provider that has "
+                "a proxy)",
+                where.child(i),
+            )
+
+
+def _check_timings(setting: ProxiesSetting, where: Where, problems: Problems) -> None:
+    """The lease outlives a late renewal (XCE433); a published inventory is not unknown
+    after one late publish (XCE434)."""
+    if setting.lease_ttl < MIN_LEASE_TTL:
+        problems.error(
+            codes.LEASE_TTL_TOO_SHORT,
+            f"site.proxies.lease_ttl is {duration_text(setting.lease_ttl)}, under "
+            f"{MIN_LEASE_TTL} s: a proxy renews its leases several times per ttl, so one slow "
+            "round trip to the state store or a short pause would hand its providers to the "
+            "standby",
+            f"write lease_ttl: {MIN_LEASE_TTL}s or more (default 15s)",
+            where.child("lease_ttl"),
+        )
+    age, interval = setting.inventory_max_age, setting.publish_interval
+    if age < 2 * interval:
+        written = "inventory_max_age" in setting.model_fields_set
+        problems.error(
+            codes.INVENTORY_AGE_TOO_SHORT,
+            f"site.proxies.inventory_max_age ({duration_text(age)}) is under twice "
+            f"publish_interval ({duration_text(interval)}): a published inventory is up to "
+            "one interval old before it is replaced, so one late publish would make the "
+            "provider unknown and stop every plan for its entries",
+            f"write inventory_max_age: {2 * interval}s or more, or publish more often",
+            where.child("inventory_max_age" if written else "publish_interval"),
+            also=[where.child("publish_interval")] if written
+            and "publish_interval" in setting.model_fields_set else [],
+        )

@@ -25,15 +25,17 @@ _READERS = {"text": "text for a terminal", "json": "json for tools",
             "html": "html for a browser or a mail"}
 
 
-def add_workdir(p: argparse.ArgumentParser, first: str = "") -> None:
+def add_workdir(p: argparse.ArgumentParser, first: str = "",
+                last: str = f"<site>/{WORKDIR}") -> None:
     """``--workdir``, defaulting to ``$XCE_WORKDIR``: a CI job's checkout is fresh (and
     actions/checkout cleans ignored files), so the embedded providers' memory must live in a
     folder outside it that every job of the site uses. Given this way, it counts as given.
-    ``first``: a default the command tries before ``<site>/.xce``."""
+    ``first``: a default the command tries before ``last`` (``<site>/.xce``; a proxy, which
+    has no site, says its own)."""
     env = os.environ.get(ENV_WORKDIR)
     p.add_argument("--workdir", type=Path, default=Path(env) if env else None,
                    help=f"the reconciler's work folder, holding the embedded providers' state "
-                   f"(default: ${ENV_WORKDIR}, else {first}<site>/{WORKDIR})")
+                   f"(default: ${ENV_WORKDIR}, else {first}{last})")
 
 
 def add_state(p: argparse.ArgumentParser, role: str = "", default: str = STATE_DEFAULT) -> None:

@@ -15,9 +15,9 @@ only its own provider unusable.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from compiler.core.secrets import REFERENCE_FORMS, Redactor, is_reference
 
@@ -27,6 +27,13 @@ if TYPE_CHECKING:
 IMPLICIT_CONTROLLER = "controller"
 DEFAULT_TIMEOUT = 30.0  # seconds one call may take, for a binding without ``timeout``
 DEFAULT_MAX_REPLY_BYTES = 256 * 2**20  # for a binding without ``max_reply_bytes``
+# site.proxies (docs/language.md, "Where providers run"), in seconds: the one place defined.
+DEFAULT_INVENTORY_MAX_AGE = 600  # a published inventory older than this is unknown
+DEFAULT_PUBLISH_INTERVAL = 60  # how often the active proxy re-reads each inventory
+DEFAULT_LEASE_TTL = 15  # a provider lease lapses this long after its last renewal
+
+# Where a provider runs; absent from bindings.json is in-process.
+Via = Literal["in-process", "proxy"]
 
 class BindingError(ValueError):
     """A binding that cannot be used; the message says what is wrong, after the provider's
@@ -47,10 +54,13 @@ class ProviderBinding:
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     proxy: str | None = None
     standbys: tuple[str, ...] = ()
+    via: Via = "in-process"
 
     def to_json(self) -> dict[str, Any]:
-        """A built-in's params with only the keys written (sizes and durations in numbers)."""
+        """A built-in's params with only the keys written (sizes and durations in numbers);
+        ``via`` only when proxied, so a site without proxies writes what it always wrote."""
         params = self.params
+        via = {"via": self.via} if self.via == "proxy" else {}
         return {
             "kind": self.kind,
             "command": None if self.command is None else list(self.command),
@@ -62,6 +72,7 @@ class ProviderBinding:
             "max_reply_bytes": self.max_reply_bytes,
             "proxy": self.proxy,
             "standbys": list(self.standbys),
+            **via,
         }
 
     @classmethod
@@ -83,6 +94,7 @@ class ProviderBinding:
                                           "bytes", whole=True)),
             proxy=_text(doc.get("proxy")),
             standbys=tuple(s for s in doc.get("standbys") or () if isinstance(s, str)),
+            via=_via(doc),
         )
 
 
@@ -111,6 +123,40 @@ class ProxyBinding:
 
 
 @dataclass(frozen=True, slots=True)
+class ProxySettings:
+    """``site.proxies`` as bindings.json holds it (seconds): how old a published inventory
+    may be before it is unknown, how often the active proxy publishes, how long a provider
+    lease lasts unrenewed."""
+
+    inventory_max_age: float = DEFAULT_INVENTORY_MAX_AGE
+    publish_interval: float = DEFAULT_PUBLISH_INTERVAL
+    lease_ttl: float = DEFAULT_LEASE_TTL
+
+    def to_json(self) -> dict[str, float]:
+        return {"inventory_max_age": self.inventory_max_age,
+                "publish_interval": self.publish_interval, "lease_ttl": self.lease_ttl}
+
+    @classmethod
+    def from_json(cls, doc: object) -> ProxySettings:
+        """The settings as bindings.json holds them (absent: the defaults); raises
+        BindingError."""
+        if doc is None:
+            return cls()
+        if not isinstance(doc, Mapping):
+            raise BindingError("bindings have a 'proxy_settings' that is not an object")
+        defaults = cls()
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(map(str, set(doc) - set(known)))
+        if unknown:
+            raise BindingError(f"bindings have unknown 'proxy_settings' keys: {', '.join(unknown)}")
+        try:
+            return cls(**{key: _positive(doc, key, getattr(defaults, key), "seconds")
+                          for key in known})
+        except BindingError as err:
+            raise BindingError(f"bindings' proxy_settings {err}") from None
+
+
+@dataclass(frozen=True, slots=True)
 class Bindings:
     """``bindings.json``: each provider's binding by name, read with ``binding`` when that
     provider is opened, and the proxies that serve them."""
@@ -118,12 +164,14 @@ class Bindings:
     written: Mapping[str, Any]  # provider name -> its binding as bindings.json holds it
     site: Path | None = None  # what site-relative params are under
     proxies: Mapping[str, ProxyBinding] = field(default_factory=dict)
+    proxy_settings: ProxySettings = field(default_factory=ProxySettings)
 
     @classmethod
-    def of(cls, providers: Mapping[str, ProviderBinding],
-           proxies: Mapping[str, ProxyBinding]) -> Bindings:
+    def of(cls, providers: Mapping[str, ProviderBinding], proxies: Mapping[str, ProxyBinding],
+           proxy_settings: ProxySettings | None = None) -> Bindings:
         """The bindings the compiler built, each provider's as bindings.json holds it."""
-        return cls({name: b.to_json() for name, b in providers.items()}, proxies=proxies)
+        return cls({name: b.to_json() for name, b in providers.items()}, proxies=proxies,
+                   proxy_settings=proxy_settings or ProxySettings())
 
     @classmethod
     def from_json(cls, doc: object, site: Path | None = None) -> Bindings:
@@ -133,13 +181,24 @@ class Bindings:
         proxies = doc.get("proxies") or {}
         if not isinstance(proxies, Mapping):
             raise BindingError("bindings have a 'proxies' that is not an object")
+        for name, written in providers.items():
+            _proxied(name, written)
         return cls(dict(providers), site,
-                   {name: ProxyBinding.from_json(name, p) for name, p in proxies.items()})
+                   {name: ProxyBinding.from_json(name, p) for name, p in proxies.items()},
+                   ProxySettings.from_json(doc.get("proxy_settings")))
 
     def to_json(self) -> dict[str, Any]:
-        """bindings.json, as the compiler writes it."""
+        """bindings.json, as the compiler writes it: ``proxy_settings`` only when some
+        provider runs in a proxy, so a site without proxies writes what it always wrote."""
+        settings = {"proxy_settings": self.proxy_settings.to_json()} if self.proxied() else {}
         return {"providers": dict(self.written),
-                "proxies": {name: p.to_json() for name, p in self.proxies.items()}}
+                "proxies": {name: p.to_json() for name, p in self.proxies.items()},
+                **settings}
+
+    def proxied(self) -> list[str]:
+        """The providers that run only inside their proxy (``via: proxy``), sorted."""
+        return sorted(name for name, written in self.written.items()
+                      if isinstance(written, Mapping) and written.get("via") == "proxy")
 
     def at(self, site: Path) -> Bindings:
         """The same bindings, their site-relative params under ``site``."""
@@ -213,6 +272,26 @@ def _params(kind: str, external: bool, raw: object,
     update = {key: str((site / value).resolve()) for key in site_relative_fields(model)
               if isinstance(value := getattr(params, key), str) and not Path(value).is_absolute()}
     return params.model_copy(update=update) if update else params
+
+
+def _via(doc: Mapping[str, Any]) -> Via:
+    """Where the provider runs: absent is in-process; a proxied one needs its proxy."""
+    via = doc.get("via", "in-process")
+    if via not in get_args(Via):
+        raise BindingError(f"has 'via' {via!r}; known: {', '.join(get_args(Via))}")
+    if via == "proxy" and not isinstance(doc.get("proxy"), str):
+        raise BindingError("runs 'via' a proxy but names no 'proxy'")
+    return "proxy" if via == "proxy" else "in-process"
+
+
+def _proxied(name: str, written: object) -> None:
+    """A provider's ``via`` checked when the file is read (the rest of its binding waits
+    until it is opened): where each provider runs must be known before any is."""
+    if isinstance(written, Mapping):
+        try:
+            _via(written)
+        except BindingError as err:
+            raise BindingError(f"provider {name!r} {err}") from None
 
 
 def _command(raw: object) -> tuple[str, ...]:

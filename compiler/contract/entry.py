@@ -190,7 +190,7 @@ def _content_errors(texts: tuple[Any, ...], attributes: object) -> Errors:
     entry_id, kind, state, source = texts[:4]
     if not (entry_id and kind and state and source):
         return _empty_errors(texts)
-    if not all(value is None or len(value) <= _SURELY_SHORT for value in texts):
+    if max(map(len, filter(None, texts)), default=0) > _SURELY_SHORT:  # C loops: per entry
         longer = _length_errors(texts)  # the usual entry never gets here
         if longer:
             return longer

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import attrgetter, not_
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import orjson
@@ -301,16 +301,41 @@ def _share(batch: list[Entry], strings: dict[str | None, str | None]) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class KnownEntries:
+    """A map file's entries by their exact bytes (``decode_map(..., index=True)``), to read
+    another map file against (``decode_map(..., known=)``): an entry written with the same
+    bytes decodes to an equal entry, so it is taken from here instead of decoded again."""
+
+    by_bytes: Mapping[bytes, Entry]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadAgainst:
+    """How a map was decoded against ``KnownEntries``: every entry's bytes in file order
+    (``raws``), and the entries decoded because no known entry has their bytes (``fresh``,
+    with their bytes, ``fresh_raws``); all the others are the known entries themselves."""
+
+    raws: list[msgspec.Raw]
+    fresh: list[Entry]
+    fresh_raws: list[msgspec.Raw]
+
+
+@dataclass(frozen=True, slots=True)
 class DecodedMap:
     """A map decoded from bytes; ``listed`` counts the file's entries (with duplicate ids),
-    ``header`` holds its other top-level fields (``digest``, ``settings``, …) as written."""
+    ``header`` holds its other top-level fields (``digest``, ``settings``, …) as written;
+    ``known``: its entries by their bytes, when asked for (``index``); ``against``: what
+    was decoded and what was known, when decoded against ``KnownEntries``."""
 
     supply: SupplyMap
     listed: int
     header: Mapping[str, Any]
+    known: KnownEntries | None = None
+    against: ReadAgainst | None = None
 
 
-def decode_map(data: bytes) -> DecodedMap | None:
+def decode_map(data: bytes, *, known: KnownEntries | None = None,
+               index: bool = False) -> DecodedMap | None:
     """Decode a map file straight into entries, or None when it needs the general path.
 
     ``orjson.loads`` then ``SupplyMap.from_json`` builds a dict per entry and then the
@@ -320,31 +345,77 @@ def decode_map(data: bytes) -> DecodedMap | None:
     map, so callers keep their general path for everything else, with its messages. One
     difference remains, for integers beyond 64 bits, which orjson cannot write: orjson
     reads them as floats, msgspec exactly.
+
+    A map under ``LEAN_BYTES`` may be decoded ``against`` the ``known`` entries of another
+    (the desired map, for a live one): only the entries whose bytes differ from every known
+    entry's are decoded ("decode only what differs", docs/performance.md). With ``index``
+    the result keeps its entries by their bytes (``known``) for that.
     """
-    decoded = _decoded(data)
+    small = len(data) <= LEAN_BYTES
+    decoded = (_decoded_against(data, known) if known is not None and small
+               else _decoded_indexed(data) if index and small else _decoded(data))
     if decoded is None:
         return None
-    wire, listed = decoded
+    wire, listed, against = decoded
     header = {k: v for k in _HEADER if (v := getattr(wire, k)) is not msgspec.UNSET}
     entries = dict(zip(map(attrgetter("id"), listed), listed, strict=True))
     try:
         supply = SupplyMap._with_entries(header, entries)
     except (AttributeError, ValueError):  # sessions that are not: the general path says why
         return None
-    return DecodedMap(supply, len(listed), header)
+    indexed = None
+    if index and against is not None and len(entries) == len(listed):
+        indexed = KnownEntries(dict(zip(map(bytes, against.raws), listed, strict=True)))
+    return DecodedMap(supply, len(listed), header, indexed,
+                      None if known is None else against)
 
 
-def _decoded(data: bytes) -> tuple[_Header, list[Entry]] | None:
+_Decoded = tuple[_Header, list[Entry], ReadAgainst | None]
+
+
+def _decoded(data: bytes) -> _Decoded | None:
     """The file's top level and its entries, whole or (over ``LEAN_BYTES``) lean; None when
     it is not a well-typed map (a DecodeError includes msgspec's ValidationError)."""
     try:
         if len(data) <= LEAN_BYTES:
             wire = _WIRE.decode(data)
-            return None if wire.entries is msgspec.UNSET else (wire, wire.entries)
+            return None if wire.entries is msgspec.UNSET else (wire, wire.entries, None)
         lean = _LEAN_WIRE.decode(data)
-        return None if lean.entries is msgspec.UNSET else (lean, _entries(lean.entries))
+        return None if lean.entries is msgspec.UNSET else (lean, _entries(lean.entries), None)
     except msgspec.DecodeError:
         return None
+
+
+def _decoded_indexed(data: bytes) -> _Decoded | None:
+    """As ``_decoded``, each entry's bytes kept: decoded whole, then split (a fast pass that
+    builds no value)."""
+    decoded = _decoded(data)
+    if decoded is None:
+        return None
+    wire, listed, _ = decoded
+    raws = _LEAN_WIRE.decode(data).entries
+    assert raws is not msgspec.UNSET  # the same bytes decoded as a map a moment ago
+    return wire, listed, ReadAgainst(raws, listed, raws)
+
+
+def _decoded_against(data: bytes, known: KnownEntries) -> _Decoded | None:
+    """As ``_decoded``, but an entry whose bytes a known entry has is that entry: the same
+    bytes decode to an equal entry, whichever file they are in. The others are decoded in
+    one batch and put in their places."""
+    try:
+        lean = _LEAN_WIRE.decode(data)
+        if lean.entries is msgspec.UNSET:
+            return None
+        raws = lean.entries
+        listed: list[Entry | None] = list(map(known.by_bytes.get, map(bytes, raws)))
+        places = [i for i, e in enumerate(listed) if e is None]
+        fresh_raws = [raws[i] for i in places]
+        fresh = _BATCH.decode(b"[" + b",".join(fresh_raws) + b"]")
+    except msgspec.DecodeError:
+        return None
+    for i, entry in zip(places, fresh, strict=True):
+        listed[i] = entry
+    return lean, cast(list[Entry], listed), ReadAgainst(raws, fresh, fresh_raws)
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,7 +426,9 @@ class MapReader:
     general path reads the file again and says what is wrong); ``problems`` checks the
     JSON document on the general path; ``malformed`` names a document that ``problems``
     let through but ``SupplyMap.from_json`` cannot read; ``raw`` checks what only the bytes
-    show (keys given twice, which every decoder reads one way), before any decoding.
+    show (keys given twice, which every decoder reads one way), before any map is made of
+    them: given the fast decode (None when the file needs the general path), whose
+    ``against`` tells which entries' bytes were not known before.
     """
 
     unreadable: Callable[[OSError], Problem]
@@ -363,7 +436,7 @@ class MapReader:
     malformed: Callable[[Exception], Problem]
     problems: Callable[[Any], list[Problem]] = lambda doc: []
     trusted: Callable[[DecodedMap], bool] = lambda decoded: True
-    raw: Callable[[bytes], list[Problem]] = lambda data: []
+    raw: Callable[[bytes, DecodedMap | None], list[Problem]] = lambda data, decoded: []
 
 
 def read_json(path: Path, reader: MapReader) -> Any:
@@ -386,19 +459,21 @@ def _parse(data: bytes, reader: MapReader) -> Any:
         raise UserError([reader.not_json(err)]) from None
 
 
-def read_map(path: Path, reader: MapReader) -> DecodedMap:
-    """A map file: decoded straight into entries when it is well-typed (``decode_map``),
-    else parsed and checked; every failure raises UserError with ``reader``'s problem."""
+def read_map(path: Path, reader: MapReader, *, known: KnownEntries | None = None,
+             index: bool = False) -> DecodedMap:
+    """A map file: decoded straight into entries when it is well-typed (``decode_map``,
+    with ``known`` and ``index`` as there), else parsed and checked; every failure raises
+    UserError with ``reader``'s problem."""
     data = _read(path, reader)
-    raw_problems = reader.raw(data)
-    if raw_problems:
-        raise UserError(raw_problems)
     try:
-        decoded = decode_map(data)
+        decoded = decode_map(data, known=known, index=index)
     except RecursionError:  # msgspec's own depth limit: no reader of ours could walk it either
-        raise UserError([reader.malformed(ValueError(
+        raise UserError(reader.raw(data, None) or [reader.malformed(ValueError(
             "values nested deeper than a map may be (write spec and attributes flatter)"
         ))]) from None
+    raw_problems = reader.raw(data, decoded)
+    if raw_problems:
+        raise UserError(raw_problems)
     if decoded is not None and reader.trusted(decoded):
         return decoded
     doc = _parse(data, reader)

@@ -83,6 +83,11 @@ UNFETCHED_WITHOUT_FETCH = "XCE428"  # retention.unfetched without from: output-f
 # Nothing silently accepted (issue 21)
 PATHS_OVERLAP = "XCE429"  # a volume's or a cache's folder inside (or equal to) another's
 BARE_DURATION = "XCE430"  # a warning: a bare number taken as seconds where minutes are usual
+# Where providers run: site.proxies (XCE431–XCE434, compiler/checks/providers.py)
+PROXY_SERVE_UNKNOWN = "XCE431"  # serve names no provider
+PROXY_SERVE_NO_PROXY = "XCE432"  # serve names a provider no proxy runs (the controller map)
+LEASE_TTL_TOO_SHORT = "XCE433"  # lease_ttl under MIN_LEASE_TTL
+INVENTORY_AGE_TOO_SHORT = "XCE434"  # inventory_max_age under two publish intervals
 # Warnings (XCE5xx)
 VOLUME_NOT_MOUNTED = "XCE501"
 DATASET_WITHOUT_COPY = "XCE502"

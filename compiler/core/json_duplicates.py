@@ -41,7 +41,8 @@ def _mark_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return marked
 
 
-def _has_repeats(data: bytes) -> bool:
+def has_repeats(data: bytes) -> bool:
+    """Whether an object of ``data`` gives a key twice (False when it is not JSON)."""
     try:
         json.loads(data, object_pairs_hook=_refuse_repeats)
     except _Found:
@@ -69,6 +70,6 @@ def _repeat_paths(doc: Any, limit: int) -> list[tuple[JsonPath, str]]:
 def duplicate_keys(data: bytes, limit: int = 100) -> list[tuple[JsonPath, str]]:
     """``(path of the object, key)`` for each key an object of ``data`` gives more than
     once, at most ``limit``; empty when there are none or ``data`` is not JSON."""
-    if not _has_repeats(data):
+    if not has_repeats(data):
         return []
     return _repeat_paths(json.loads(data, object_pairs_hook=_mark_repeats), limit)

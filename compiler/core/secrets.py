@@ -129,22 +129,45 @@ def _hiding_key(key: Any) -> bool:
     return type(key) is not str or is_secret_key(key)
 
 
+# Keys found not to hide (strings only), so that a dict whose keys are all known is judged
+# in one set operation: entries use few keys, over and over. Bounded, whatever a map holds.
+_SHOWN_KEYS: set[str] = set()
+_MAX_SHOWN_KEYS = 65536
+
+
+def _keys_shown(value: dict[Any, Any]) -> bool:
+    """Whether no key of ``value`` hides what it holds (``_hiding_key``); ``_SHOWN_KEYS``
+    learns them. Its callers first ask that set whether it knows them all already."""
+    if any(map(_hiding_key, value)):
+        return False
+    if len(_SHOWN_KEYS) >= _MAX_SHOWN_KEYS:
+        _SHOWN_KEYS.clear()
+    _SHOWN_KEYS.update(value)  # all strings: a key of another type hides
+    return True
+
+
+def _leaf_shown(value: Any, pattern: re.Pattern[str] | None) -> bool:
+    """``_shown_as_is`` of a value that is neither a dict nor a list."""
+    kind = type(value)
+    return kind in _PLAIN and (pattern is None or kind is not str
+                               or pattern.search(value) is None)
+
+
 def _shown_as_is(value: Any, pattern: re.Pattern[str] | None) -> bool:
     """Whether redaction gives ``value`` back unchanged, so it need not be copied: dicts,
     lists and plain leaves only, no key that hides at any depth, and no string in which
     ``pattern`` finds a secret value. Plain loops: this runs on every action of a plan."""
     kind = type(value)
     if kind is dict:
-        if any(map(_hiding_key, value)):
+        if not (_SHOWN_KEYS.issuperset(value) or _keys_shown(value)):
             return False
-        if pattern is None and _PLAIN.issuperset(map(type, value.values())):
-            return True
         items = value.values()
     elif kind is list:
         items = value
     else:
-        return kind in _PLAIN and (pattern is None or kind is not str
-                                   or pattern.search(value) is None)
+        return _leaf_shown(value, pattern)
+    if pattern is None and _PLAIN.issuperset(map(type, items)):
+        return True
     for item in items:
         if type(item) is str:
             if pattern is not None and pattern.search(item) is not None:
@@ -194,6 +217,11 @@ class Redactor:
         for value in self.values:
             text = text.replace(value, SENSITIVE)
         return text
+
+    def shows(self, value: Any, path: str = "") -> bool:
+        """Whether ``value(path, value)`` gives ``value`` back as it is: the test alone,
+        which costs less than the redaction when there is, as almost always, nothing to hide."""
+        return not (path and is_secret_key(path)) and _shown_as_is(value, self._pattern)
 
     def value(self, path: str, value: Any) -> Any:
         """A field's value at dotted ``path`` ("" for a whole document), judged by every key

@@ -65,10 +65,10 @@ def _form(value: Any) -> str:
     return "mapping[discovery]" if isinstance(value, Mapping) else "literal[policy]"
 
 
-class _AnyOf:
+class AnyOf:
     """The editor schema says ``anyOf`` where pydantic says ``oneOf``: the keywords editors
-    understand (tests/compiler/test_schema_file.py) lack it, and a word and a mapping never
-    both fit, so the two mean the same here."""
+    understand (tests/compiler/test_schema_file.py) lack it, and the forms of a tagged union
+    (a word, a mapping, a list) never both fit, so the two mean the same here."""
 
     def __get_pydantic_json_schema__(
         self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
@@ -83,5 +83,5 @@ DiscoverySetting = Annotated[
     Annotated[DiscoveryPolicy, Tag("literal[policy]")]
     | Annotated[Discovery, Tag("mapping[discovery]")],
     Discriminator(_form),
-    _AnyOf(),
+    AnyOf(),
 ]

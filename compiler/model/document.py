@@ -28,7 +28,7 @@ from compiler.model.hosts import HostGroup
 from compiler.model.pools import CustomCounter, LicensePool, StoragePool
 from compiler.model.providers import Provider, Proxy
 from compiler.model.quotas import Quota
-from compiler.model.site import Site
+from compiler.model.site import ProxiesSetting, Site
 from compiler.model.volumes import Volume
 from compiler.source.yaml_source import SourceFile
 
@@ -274,6 +274,15 @@ def _validated(model: type[T], raw: Any, where: Where, problems: Problems) -> T:
     return item
 
 
+def _list_hint(path: tuple[str, ...], raw: Any) -> str:
+    """What to write instead of a list section that is not a list: the proxies' setting
+    (``serve:``…) belongs under ``site:``, where the top level lists the proxies."""
+    if path == ("proxies",) and isinstance(raw, dict) and raw.keys() & ProxiesSetting.model_fields:
+        return ("where providers run is a setting of the site: indent 'proxies:' under "
+                "'site:'; the top-level 'proxies:' lists the proxies, each starting with '- '")
+    return "write each item on a line starting with '- '"
+
+
 def _validate_list(
     doc: SiteDocument, src: SourceFile, path: tuple[str, ...], raw: Any, problems: Problems
 ) -> None:
@@ -285,7 +294,7 @@ def _validate_list(
         problems.error(
             codes.WRONG_TYPE,
             f"'{'.'.join(path)}' must be a list, got {type(raw).__name__}",
-            "write each item on a line starting with '- '",
+            _list_hint(path, raw),
             where,
         )
         return

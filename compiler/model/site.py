@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Discriminator, Field, Tag
 
+from compiler.contract.bindings import (
+    DEFAULT_INVENTORY_MAX_AGE,
+    DEFAULT_LEASE_TTL,
+    DEFAULT_PUBLISH_INTERVAL,
+)
 from compiler.contract.settings import PlanSettings, SettleWait, UnreviewedApply
 from compiler.contract.vocabulary import ConfigKind, ManagementLevel
 from compiler.core.types import (
@@ -13,12 +18,14 @@ from compiler.core.types import (
     Count,
     Counters,
     Description,
+    Duration,
     HoursDuration,
     MinutesDuration,
     Name,
+    PositiveDuration,
     Strict,
 )
-from compiler.model.discovery import DiscoverySetting
+from compiler.model.discovery import AnyOf, DiscoverySetting
 from compiler.model.hosts import SHORTHANDS, TopologyKey
 
 # The defaults are the contract's, the one place they are defined (docs/plan.md).
@@ -119,6 +126,51 @@ class Provisioning(Strict):
     )
 
 
+def _serve_form(value: Any) -> str:
+    """Which spelling ``serve`` is, so that a wrong value gets one error, not one per form
+    (the tags are worded as pydantic's union branches, which problems leave out)."""
+    return "list[providers]" if isinstance(value, list) else "literal[serve]"
+
+
+Serve = Annotated[
+    Annotated[Literal["none", "all"], Tag("literal[serve]")]
+    | Annotated[list[Name], Tag("list[providers]")],
+    Discriminator(_serve_form),
+    AnyOf(),
+]
+
+
+class ProxiesSetting(Strict):
+    """Where providers run (issue 24): in-process in xce-plan and xce-apply, until a site
+    turns proxies on; then a served provider runs only inside its proxy, which publishes its
+    inventory and takes its calls through the state store. compiler/checks/providers.py
+    checks it against the providers; compiler/emit/bindings.py writes it."""
+
+    serve: Serve = Field(
+        default="none",
+        description="the providers that run only inside their proxy: none, all (every one "
+        "with a proxy), or a list of provider names",
+        examples=["all", ["shared-fs", "cloud-burst"]],
+    )
+    inventory_max_age: MinutesDuration = Field(
+        default=DEFAULT_INVENTORY_MAX_AGE,
+        description="a published inventory older than this is unknown: nothing is planned "
+        "from it",
+        examples=["10m"],
+    )
+    publish_interval: PositiveDuration = Field(
+        default=DEFAULT_PUBLISH_INTERVAL,
+        description="how often the active proxy reads and publishes each inventory",
+        examples=["1m"],
+    )
+    lease_ttl: Duration = Field(
+        default=DEFAULT_LEASE_TTL,
+        description="a proxy's hold on a provider lapses this long after its last renewal, "
+        "and a standby takes over",
+        examples=["15s"],
+    )
+
+
 class HostDefaults(Strict):
     counters: Counters = Field(
         default_factory=dict,
@@ -197,6 +249,11 @@ class Site(Strict):
         default_factory=list,
         description="entry ids (fnmatch globs) that a plan never removes, even with --force",
         examples=[["volume/shared", "dataset/*"]],
+    )
+    proxies: ProxiesSetting = Field(
+        default_factory=ProxiesSetting,
+        description="where providers run: in-process, or only inside their proxy",
+        examples=[{"serve": "all", "inventory_max_age": "10m"}],
     )
     unreviewed_apply: UnreviewedApply = Field(
         default=_DEFAULT.unreviewed_apply,

@@ -11,14 +11,15 @@ from pathlib import Path
 
 from compiler.contract.bindings import Bindings
 from reconciler.protocol import ErrorCode, ProviderError
-from reconciler.providers.registry import open_bound
+from reconciler.relay import Relay, open_provider_for
 from reconciler.transports import Transport
 
 
 class Transports:
-    def __init__(self, bindings: Bindings, workdir: Path) -> None:
+    def __init__(self, bindings: Bindings, workdir: Path, relay: Relay | None = None) -> None:
         self._bindings = bindings
         self._workdir = workdir
+        self._relay = relay  # how a proxied provider is reached: its calls queued in the store
         self._open: dict[str, Transport] = {}
         self._failed: dict[str, ProviderError] = {}
         self._lock = threading.Lock()
@@ -35,7 +36,7 @@ class Transports:
                 if key not in self._bindings:
                     raise ProviderError(ErrorCode.FAILED_PRECONDITION,
                                         f"provider '{name}' is not bound in this site")
-                transport = open_bound(self._bindings, key, self._workdir)
+                transport = open_provider_for(self._bindings, key, self._workdir, self._relay)
             except ProviderError as err:
                 self._failed[key] = err  # one clear failure per provider, not one per action
                 raise

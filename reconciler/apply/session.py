@@ -1,7 +1,8 @@
 """One apply, start to end: lock, epoch, recovery, (plan,) staleness, journaled execution.
 
 A saved plan read from a file must carry the signature of this store's key. Under the
-site's lock each run bumps the fencing epoch, finishes what a killed run left in doubt,
+site's lock each run bumps the fencing epoch, records the config it applies (which the
+site's proxies follow, ``reconciler.relay.config``), finishes what a killed run left in doubt,
 checks that a saved plan still fits the live map (entries this plan already changed are its
 own and do not count) and — before any of it is applied — that every action is one its
 config asks for (``conformance``), journals every op before its call and runs the plan.
@@ -39,6 +40,7 @@ from reconciler.plan.file import SavedPlan, stale_entries
 from reconciler.plan.model import Plan
 from reconciler.plan.signature import check_signature
 from reconciler.planner.settings import read_settings
+from reconciler.relay import Relay, record_config
 from reconciler.state import (
     Holder,
     LockLost,
@@ -82,6 +84,7 @@ class _Run:
     options: ApplyOptions
     sink: Sink
     lock: str
+    relay: Relay | None = None  # how proxied providers are reached: through this store
     epoch: int = 0
     notices: list[Problem] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
@@ -95,7 +98,8 @@ def apply(desired: Desired, source: SavedPlan | FreshPlan, store: StateStore, wo
                         source=source.source, store=store.label)
     supply = desired.supply
     run = _Run(desired, store, workdir, options, sink or Silent(),
-               lock_name(supply.site_key), notices=list(desired.warnings))
+               lock_name(supply.site_key), Relay.of(desired.bindings, supply.site_key, store),
+               notices=list(desired.warnings))
     if isinstance(source, SavedPlan) and source.plan.desired_digest != desired.digest:
         return _report(run, source.plan, None, stale=[codes.problem(
             codes.PLAN_FOR_OTHER_CONFIG, f"the plan was made for desired map "
@@ -112,6 +116,9 @@ def apply(desired: Desired, source: SavedPlan | FreshPlan, store: StateStore, wo
     try:
         with Heartbeat(store, taken.lock, options.lock_ttl) as beat:
             run.epoch = store.next_epoch(run.lock)
+            # before any call, also with nothing to change: the proxies follow this config
+            record_config(store, supply.site_key, desired.bindings, desired.proxy_allowlists,
+                          holder.name)
             recovery = recover(store, run.lock)
             run.notices.extend(_resumed(recovery, run.lock))
             if isinstance(source, SavedPlan):
@@ -139,7 +146,7 @@ def _resumed(recovery: Recovery, lock: str) -> list[Problem]:
 
 
 def _fresh_plan(run: _Run, source: FreshPlan) -> Plan:
-    live = gather(run.desired, run.workdir, store=run.store)
+    live = gather(run.desired, run.workdir, store=run.store, relay=run.relay)
     errors = [p for p in live.problems if p.severity is Severity.ERROR]
     if errors:
         raise UserError(errors)
@@ -171,7 +178,7 @@ def _execute(run: _Run, plan: Plan, recovery: Recovery, holder: Holder, beat: He
     if not partial:
         recovery.close_unneeded(run.store, adopted)
     upfront = _upfront(plan, graph, op_ids, done, gated)
-    transports = Transports(run.desired.bindings, run.workdir)
+    transports = Transports(run.desired.bindings, run.workdir, run.relay)
     ctx = CallContext(run.store, JournalRounds(run.store, run_id), run_id, run.epoch,
                       supply.owner, transports, run.options.retry, beat.check,
                       destroy=allow_destroy, site=supply.site_key)
@@ -295,7 +302,7 @@ def _stale(run: _Run, plan: Plan, ours: Collection[str], *,
     only = _holders(run, plan, entries)
     providers = sorted(bound) if only is None else only
     live = gather(run.desired, run.workdir, only=None if whole else only, store=run.store,
-                  accept_shrink=plan.accepted_shrink)
+                  accept_shrink=plan.accepted_shrink, relay=run.relay)
     run.notices.extend(p for p in live.problems if p.subject in providers)
     unknown = {p: live.supply.unknown.get(p, "it is not bound in this site")
                for p in providers if p in live.supply.unknown or p not in bound}

@@ -34,8 +34,9 @@ from reconciler.live.codes import (
     TIMED_OUT,
     UNAVAILABLE,
 )
+from reconciler.plan.census import Census
 from reconciler.protocol import ErrorCode, ProviderError, Request, inventory_session
-from reconciler.providers.registry import open_bound
+from reconciler.relay import Relay, open_provider_for
 from reconciler.transports import Transport
 
 _BY_CODE = {
@@ -54,6 +55,7 @@ NOT_ASKED = "not asked (restricted to other providers)"  # an unknown provider's
 class LiveResult:
     live: SupplyMap
     problems: tuple[Problem, ...] = ()
+    census: Census | None = None  # ``live``'s counts, when the trust step made them
 
 
 @dataclass(slots=True)
@@ -150,9 +152,10 @@ def _declared(provider: str, transport: Transport) -> tuple[frozenset[str] | Non
     return None, None
 
 
-def _ask(provider: str, bindings: Bindings, workdir: Path, owner: str) -> _Report:
+def _ask(provider: str, bindings: Bindings, workdir: Path, owner: str,
+         relay: Relay | None) -> _Report:
     try:
-        transport = open_bound(bindings, provider, workdir)
+        transport = open_provider_for(bindings, provider, workdir, relay)
     except ProviderError as err:
         bad = err.code is ErrorCode.INVALID_ARGUMENT
         return _failed(provider, err, BAD_BINDING if bad else None)
@@ -203,10 +206,12 @@ def gather_live(
     owner: str,
     max_workers: int = 8,
     only: Collection[str] | None = None,
+    relay: Relay | None = None,
 ) -> LiveResult:
     """Ask every bound provider for its inventory (``bindings`` may also be given as the
     bindings.json document). ``only`` restricts the providers asked; the others are
-    listed as unknown.
+    listed as unknown. A proxied provider is read from what its proxy published, through
+    ``relay`` (without one it is unavailable).
     """
     if not isinstance(bindings, Bindings):
         try:
@@ -214,14 +219,14 @@ def gather_live(
         except BindingError as err:
             problem = HINTS.problem(BAD_BINDINGS, str(err), "bindings")
             return LiveResult(SupplyMap(entries={}, owner=owner), (problem,))
-    return _gathered(bindings, workdir, owner, max_workers, only)
+    return _gathered(bindings, workdir, owner, max_workers, only, relay)
 
 
 def _gathered(bindings: Bindings, workdir: Path, owner: str, max_workers: int,
-              only: Collection[str] | None) -> LiveResult:
+              only: Collection[str] | None, relay: Relay | None) -> LiveResult:
     providers = bindings.names
     asked = sorted(n for n in providers if only is None or n in only)
-    reports = _ask_all(asked, bindings, workdir, owner, max_workers)
+    reports = _ask_all(asked, bindings, workdir, owner, max_workers, relay)
     problems: list[Problem] = [
         HINTS.problem(NOT_BOUND, f"provider '{name}' is not bound", name)
         for name in sorted(set(only or ()) - set(providers))
@@ -241,12 +246,12 @@ def _gathered(bindings: Bindings, workdir: Path, owner: str, max_workers: int,
 
 
 def _ask_all(asked: list[str], bindings: Bindings, workdir: Path, owner: str,
-             max_workers: int) -> list[_Report]:
+             max_workers: int, relay: Relay | None) -> list[_Report]:
     """Each asked provider's report, in the order asked; up to ``max_workers`` at a time."""
     if not asked:
         return []
     with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(asked)))) as pool:
-        return list(pool.map(lambda n: _ask(n, bindings, workdir, owner), asked))
+        return list(pool.map(lambda n: _ask(n, bindings, workdir, owner, relay), asked))
 
 
 def _unknown(providers: Collection[str], asked: list[str],

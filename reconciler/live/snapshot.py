@@ -7,20 +7,25 @@ rule; anything else goes the general path, which names file, entry and field.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from compiler.contract.entry import entry_error, entry_errors
 from compiler.contract.supply_map import (
     SCHEMA_VERSION,
     DecodedMap,
+    Entry,
+    KnownEntries,
     MapReader,
     SupplyMap,
     read_map,
     session_error,
 )
-from compiler.core.json_duplicates import JsonPath, duplicate_keys
+from compiler.core.canonical import dumps
+from compiler.core.json_duplicates import JsonPath, duplicate_keys, has_repeats
 from compiler.core.problems import Problem, Where
 from reconciler.live.codes import (
     HINTS,
@@ -110,12 +115,32 @@ def _field_problems(doc: Mapping[str, Any], file: str) -> list[Problem]:
 def _trusted(decoded: DecodedMap, file: str) -> bool:
     """Whether a snapshot ``decode_map`` made is the map as it stands (twice as fast, a third
     of the memory), or needs the general path, which says what is wrong. The entries are
-    held to the one rule (``entry_error``), as the general path holds them."""
+    held to the one rule (``entry_error``), as the general path holds them: those decoded
+    from the snapshot's own bytes; not those it shares, byte for byte, with the desired map
+    (``_fresh``)."""
     entries = decoded.supply.entries
     header = decoded.header
     return not (decoded.listed != len(entries) or _schema_problem(header, file) is not None
                 or _field_problems(header, file)
-                or any(entry_error(e) is not None for e in entries.values()))
+                or any(map(entry_error, _fresh(decoded))))  # an error: a non-empty tuple
+
+
+def _fresh(decoded: DecodedMap) -> Iterable[Entry]:
+    """The entries of a snapshot that its reader must check: all of them, but those whose
+    bytes are those of a desired entry when it was read against the desired map.
+
+    Such an entry is the desired entry itself (the same bytes decode to an equal entry), and
+    checking it again would only ask whether the config obeys the live-entry contract:
+    xce-compile writes only entries that do (kinds and states of the vocabulary, ids and
+    locations of names it checked itself, stricter than ``entry_error``; tests/live/
+    test_snapshot_against_desired.py holds every compiled entry to the rule), and a desired
+    map written otherwise is the site's own word, which the plan acts on anyway. The contract
+    guards the plan against what a provider or an export makes up, and an entry that says
+    byte for byte what the config says makes up nothing: the planner finds it in sync, and a
+    rule that reads it reads what the config states. Keys given twice follow the same rule
+    (``_repeats_ruled_out``): read either way, the same bytes say the same in both maps."""
+    against = decoded.against
+    return decoded.supply.entries.values() if against is None else against.fresh
 
 
 def _listed(problems: list[Problem], file: str) -> list[Problem]:
@@ -142,11 +167,69 @@ def _repeat_problem(file: str, path: JsonPath, key: str) -> Problem:
                          "once", where=Where(file, (*path, key)))
 
 
-def repeat_problems(data: bytes, file: str) -> list[Problem]:
+def repeat_problems(data: bytes, file: str, decoded: DecodedMap | None = None) -> list[Problem]:
     """Keys a live map's objects give more than once (XCE718), at most
-    MAX_SNAPSHOT_PROBLEMS of them: read one way, they would say what the file does not."""
+    MAX_SNAPSHOT_PROBLEMS of them: read one way, they would say what the file does not.
+    ``decoded``: what ``decode_map`` made of ``data``, when it could (``_repeats_ruled_out``)."""
+    if decoded is not None and _repeats_ruled_out(data, decoded):
+        return []
     return [_repeat_problem(file, path, key)
             for path, key in duplicate_keys(data, MAX_SNAPSHOT_PROBLEMS)]
+
+
+def _repeats_ruled_out(data: bytes, decoded: DecodedMap) -> bool:
+    """Whether no key can be given twice where it matters, shown without the scan for
+    repeats (which costs as much as decoding the map): ``data`` is, byte for byte, what
+    ``compiler.core.canonical`` writes of the map ``decode_map`` made of it, as xce-compile,
+    make_live and ``SupplyMap.dumps`` write maps. That is JSON written from dicts, where no
+    object gives a key twice: a key given twice would have been read once, and the bytes
+    written again would differ. Read against the desired map, the entries it shares are
+    left as they are (``_fresh`` says why) and only the others are written again."""
+    entries = decoded.supply.entries
+    if decoded.listed != len(entries):  # an id given twice: the map is not the whole file
+        return False
+    against = decoded.against
+    if against is None:
+        return _encoded(decoded.header, entries.values()) == data
+    return _framed(data, decoded.header, against.raws) and (
+        _framed(_encoded({}, against.fresh), {}, against.fresh_raws)
+        or not has_repeats(b"[" + b",".join(against.fresh_raws) + b"]"))
+
+
+# How canonical JSON writes a map's top-level ``entries`` list: its key, what comes before
+# the first item, between two and after the last.
+_ENTRIES_KEY = b'\n  "entries": '
+_OPEN, _BETWEEN, _CLOSE = b"[\n    ", b",\n    ", b"\n  ]"
+
+
+def _encoded(header: Mapping[str, Any], entries: Iterable[Entry]) -> bytes:
+    """The canonical bytes of a map file of ``header`` and ``entries`` (none when orjson
+    cannot write it: an integer beyond 64 bits)."""
+    try:
+        return dumps({**header, "entries": [e.to_json() for e in entries]})
+    except TypeError:  # orjson's JSONEncodeError
+        return b""
+
+
+def _framed(data: bytes, header: Mapping[str, Any], raws: list[msgspec.Raw]) -> bool:
+    """Whether ``data`` is the canonical bytes of a map file of ``header`` whose entries
+    are written as ``raws`` (each compared where it must stand, as a copy of a large file
+    would cost more than the comparing)."""
+    head, key, tail = _encoded(header, ()).partition(_ENTRIES_KEY + b"[]")
+    if not key or not raws:
+        return bool(key) and data == head + key + tail
+    at = data.startswith
+    pos = len(head) + len(_ENTRIES_KEY) + len(_OPEN)
+    if not at(head + _ENTRIES_KEY + _OPEN):
+        return False
+    *items, last = raws
+    for raw in items:
+        if not (at(raw, pos) and at(_BETWEEN, pos + len(raw))):
+            return False
+        pos += len(raw) + len(_BETWEEN)
+    end = pos + len(last)
+    return (at(last, pos) and at(_CLOSE + tail, end)
+            and end + len(_CLOSE) + len(tail) == len(data))
 
 
 def _snapshot_reader(file: str) -> MapReader:
@@ -159,26 +242,30 @@ def _snapshot_reader(file: str) -> MapReader:
                                       Where(file)),
         problems=lambda doc: snapshot_problems(doc, file),
         trusted=lambda decoded: _trusted(decoded, file),
-        raw=lambda data: repeat_problems(data, file),
+        raw=lambda data, decoded: repeat_problems(data, file, decoded),
     )
 
 
-def load_live_snapshot(path: Path) -> SupplyMap:
-    """A live map saved to a file; any problem with it raises UserError naming the file."""
-    return read_map(path, _snapshot_reader(str(path))).supply
+def load_live_snapshot(path: Path, desired: KnownEntries | None = None) -> SupplyMap:
+    """A live map saved to a file; any problem with it raises UserError naming the file.
+    With the ``desired`` map's entries by their bytes, an entry the snapshot writes with the
+    same bytes is that entry, neither decoded nor checked again (``_fresh``)."""
+    return read_map(path, _snapshot_reader(str(path)), known=desired).supply
 
 
-def _owners_of_desired(live: SupplyMap, desired: SupplyMap) -> tuple[int, set[str]]:
-    """How many live entries of desired ids carry ``desired``'s owner tag, and which other
-    owner tags those entries carry."""
-    ours, others = 0, set()
-    for entry_id in desired.entries.keys() & live.entries.keys():
-        owner = live.entries[entry_id].owner
-        if owner == desired.owner:
-            ours += 1
-        elif owner:
-            others.add(owner)
-    return ours, others
+def _owners_of_desired(live: SupplyMap, desired: SupplyMap) -> tuple[bool, set[str]]:
+    """Whether a live entry of a desired id carries ``desired``'s owner tag, and if none
+    does, which other owner tags those entries carry. The first such entry answers: in a
+    snapshot of this site, it is the first entry of all."""
+    others = set()
+    for entry_id, entry in live.entries.items():
+        if entry_id not in desired.entries:
+            continue
+        if entry.owner == desired.owner:
+            return True, set()
+        if entry.owner:
+            others.add(entry.owner)
+    return False, others
 
 
 def other_site_problem(live: SupplyMap, desired: SupplyMap, file: str) -> Problem | None:

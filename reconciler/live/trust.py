@@ -166,7 +166,9 @@ def trust_generations(live: SupplyMap, store: StateStore | None, site: str, *,
     if gathered:
         _record_trusted(trusted, store, site, census, unrecorded=() if record_accepted
                         else accept_shrink)
-    return LiveResult(trusted, (*refused, *checked.problems, *shrunk.problems))
+    # the counts hold for the map planned only when the guard cut no provider from it
+    kept = census if trusted is checked.live else None
+    return LiveResult(trusted, (*refused, *checked.problems, *shrunk.problems), kept)
 
 
 def _refusals(live: SupplyMap, store: StateStore | None, *, gathered: bool,

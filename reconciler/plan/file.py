@@ -41,9 +41,12 @@ FORMAT_VERSION = 3
 ABSENT = "absent"
 
 
-def fingerprint(entry: Entry | None) -> str:
-    """Digest of an entry's JSON, or ``"absent"``: equal iff the entry did not change."""
-    return ABSENT if entry is None else digest_of(entry.to_json())
+def fingerprint(entry: Entry | None, doc: Mapping[str, Any] | None = None) -> str:
+    """Digest of an entry's JSON, or ``"absent"``: equal iff the entry did not change.
+    ``doc``: the entry's JSON when the caller made it already (``entry.to_json()``)."""
+    if entry is None:
+        return ABSENT
+    return digest_of(entry.to_json() if doc is None else doc)
 
 
 @dataclass(frozen=True, slots=True)

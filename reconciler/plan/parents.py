@@ -85,14 +85,22 @@ _BY_KIND: dict[str, _OfKind] = {
 }
 
 
+# location -> the ids of its parents: many entries share a location (a host's counters)
+Parents = dict[str | None, list[str]]
+
+
 def _parents(entry_id: str, kind: str, location: str | None, attributes: Mapping[str, Any],
-             spec: Mapping[str, Any]) -> list[str]:
+             spec: Mapping[str, Any], memo: Parents | None = None) -> list[str]:
     name = entry_id.partition("/")[2]
     if location is None and "@" in name and kind == EntryKind.COUNTER:
         location = name.partition("@")[2]
+    here = None if memo is None else memo.get(location)
+    if here is None:
+        here = _location_parents(location)
+        if memo is not None:
+            memo[location] = here
     of_kind = _BY_KIND.get(kind)
-    return _location_parents(location) + (of_kind(name, location, attributes, spec)
-                                          if of_kind else [])
+    return here + of_kind(name, location, attributes, spec) if of_kind else here
 
 
 def parents(entry: Entry) -> list[str]:
@@ -101,8 +109,15 @@ def parents(entry: Entry) -> list[str]:
     return _parents(entry.id, entry.kind, entry.location, entry.attributes, entry.spec)
 
 
-def parents_of_json(doc: Mapping[str, Any]) -> list[str]:
+def parents_of_json(doc: Mapping[str, Any], memo: Parents | None = None) -> list[str]:
     """``parents`` of an entry as JSON (an action's ``before`` or ``after``), read straight
-    from it: ordering half a million actions makes no ``Entry`` of each."""
-    return _parents(doc["id"], doc["kind"], doc.get("location"), doc.get("attributes") or {},
-                    doc.get("spec") or {})
+    from it: ordering half a million actions makes no ``Entry`` of each. ``memo``: the
+    parents of each location seen so far, kept by a caller that asks about many entries
+    (the list it returns may then be one the memo holds: the caller does not change it)."""
+    kind, location = doc["kind"], doc.get("location")
+    if memo is not None and location is not None and kind not in _BY_KIND:
+        here = memo.get(location)  # a counter's, a group's: its location's parents alone
+        if here is not None:
+            return here
+    return _parents(doc["id"], kind, location, doc.get("attributes") or {},
+                    doc.get("spec") or {}, memo)

@@ -39,6 +39,9 @@ def with_state(entry: Entry, state: str, **extra: Any) -> dict[str, Any]:
 
 
 Rule = Callable[["Builder", Entry | None, Entry | None], None]
+# Verb facts, looked up once per planned action rather than through their properties.
+_REMOVES = {verb: verb.removes for verb in Verb}
+_DESTROYS = {verb: verb.needs_destroy for verb in Verb}
 T = TypeVar("T")
 
 
@@ -60,10 +63,15 @@ class Builder:
     )
     # action id -> other entries whose live state the decision relied on (fingerprinted too)
     observed: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # entry id -> its live entry's JSON, made once for an action's ``before`` (not changed
+    # since): the plan fingerprints it without making it again
+    live_docs: dict[str, dict[str, Any]] = field(default_factory=dict)
     _indexes: dict[str, Any] = field(default_factory=dict)  # name -> what ``index`` built
     _reads: list[str] = field(default_factory=list)  # what the current decision read
     _kinds: dict[str, tuple[str, ...]] | None = None  # kind -> providers holding it
     _settling: dict[str, str] | None = None  # provider -> why orphan removals wait (P8)
+    # (verb, kind) -> whether the management level and the destroy permission allow it
+    _allowed: dict[tuple[Verb, str], bool] = field(default_factory=dict)
 
     def decide(self, rule: Rule, desired: Entry | None, live: Entry | None) -> None:
         """Run one rule on one entry; what it reads gates everything it plans or reports."""
@@ -171,19 +179,37 @@ class Builder:
         if before is not None and not claim and before.owner != self.settings.owner:
             held = f"owned by {before.owner}" if before.owner else "carries no owner tag"
             return "co_managed", f"{held}; {would}"
-        kind = entry.kind
+        return self._by_policy(verb, entry.kind, would, unacted)
+
+    def _by_policy(self, verb: Verb, kind: str, would: str,
+                   unacted: str) -> tuple[str, str] | None:
+        """``_withheld``'s answer from the kind's management level and the destroy
+        permission alone (``would``: the words of what the rule wanted)."""
         level = self.settings.level(kind)
         if level == Level.OBSERVE:
             return "", ""
         if level == Level.REPORT:
             return unacted, f"{would} (management of {kind}: report)"
-        if verb.removes and level != Level.CORRECT_DESTRUCTIVE:
+        if _REMOVES[verb] and level != Level.CORRECT_DESTRUCTIVE:
             return unacted, (f"{would}; management of {kind} is '{level}', which never "
                              "removes (set 'correct-destructive' to allow)")
-        if verb.needs_destroy and kind in DATA_KINDS and not self.destroy:
+        if _DESTROYS[verb] and kind in DATA_KINDS and not self.destroy:
             return unacted, (f"{would}; deleting users' data needs the destroy permission "
                              "(--destroy)")
         return None
+
+    def _may(self, verb: Verb, entry: Entry, before: Entry | None, claim: bool) -> bool:
+        """Whether nothing withholds ``verb`` on ``entry`` (``_withheld`` would say None),
+        known without its words: every provider reported, the entry is ours, and the
+        policy for ``verb`` on its kind, worked out once per plan, allows it."""
+        if self.unknown or self.unknown_entries or (
+                before is not None and not claim and before.owner != self.settings.owner):
+            return False
+        key = (verb, entry.kind)
+        allowed = self._allowed.get(key)
+        if allowed is None:
+            allowed = self._allowed[key] = self._by_policy(verb, entry.kind, "", "") is None
+        return allowed
 
     def _unsettled(self, entry: Entry, observed: tuple[str, ...]) -> str | None:
         """Why an orphan removal waits (a provider it rests on is settling), or None.
@@ -224,8 +250,8 @@ class Builder:
         to the controller): it waits while a provider it rests on settles after a restart or
         failover (P8). Returns whether the action was planned.
         """
-        withheld = self._withheld(verb, entry, reason, before, claim=claim, observed=observed,
-                                  unacted=unacted)
+        withheld = None if self._may(verb, entry, before, claim) else self._withheld(
+            verb, entry, reason, before, claim=claim, observed=observed, unacted=unacted)
         if withheld is None and orphan:
             waits = self._unsettled(entry, observed)
             withheld = None if waits is None else ("pending", f"would {verb}: {reason}; {waits}")
@@ -235,9 +261,13 @@ class Builder:
                 self.note(where, entry, why)
             return False
         action_id = f"{verb}:{entry.id}"
-        relied = sorted({*self._reads, *observed} - {entry.id})
-        if relied:
-            self.observed[action_id] = tuple(relied)
+        if self._reads or observed:  # most actions read nothing beyond their entry
+            relied = sorted({*self._reads, *observed} - {entry.id})
+            if relied:
+                self.observed[action_id] = tuple(relied)
+        before_doc = None if before is None else before.to_json()
+        if before_doc is not None and self.live.get(entry.id) is before:
+            self.live_docs[entry.id] = before_doc
         self.actions.append(Action(
             id=action_id,
             verb=verb,
@@ -245,8 +275,8 @@ class Builder:
             kind=entry.kind,
             provider=entry.provider,
             reason=reason,
-            destructive=verb.needs_destroy,
-            before=None if before is None else before.to_json(),
+            destructive=_DESTROYS[verb],
+            before=before_doc,
             after=after,
             changes=changes,
         ))

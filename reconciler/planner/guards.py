@@ -20,7 +20,12 @@ from dataclasses import dataclass
 from compiler.contract.settings import PlanSettings
 from compiler.core.problems import Problem, Severity
 from reconciler.plan import codes
-from reconciler.plan.model import Action, Plan
+from reconciler.plan.model import Action, Plan, Verb
+
+# the verbs that create, and those that remove, looked up once per action rather than
+# through the properties
+_CREATING = frozenset(verb for verb in Verb if verb.creates)
+_REMOVING = frozenset(verb for verb in Verb if verb.removes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +69,7 @@ def _removal_share(actions: Sequence[Action], settings: PlanSettings,
     """XCE751: a plan that removes more of a kind than max_delete_fraction allows."""
     safety = settings.safety
     out: list[Problem] = []
-    removals = Counter(a.kind for a in actions if a.verb.removes)
+    removals = Counter(a.kind for a in actions if a.verb in _REMOVING)
     for kind, count in sorted(removals.items()):
         live_count = live_per_kind.get(kind, 0)
         limit = safety.delete_fraction(kind)
@@ -81,7 +86,7 @@ def _protected(actions: Sequence[Action], settings: PlanSettings) -> list[Proble
     """XCE752: a removal of a protected entry, which ``force`` does not allow either."""
     return [codes.problem(codes.PROTECTED, f"the plan would {a.verb} protected entry {a.entry}",
                           a.entry)
-            for a in actions if a.verb.removes and settings.is_protected(a.entry)]
+            for a in actions if a.verb in _REMOVING and settings.is_protected(a.entry)]
 
 
 def _inventory(actions: Sequence[Action], settings: PlanSettings,
@@ -93,9 +98,9 @@ def _inventory(actions: Sequence[Action], settings: PlanSettings,
     ``skip`` names providers not to judge; ``accept``: providers whose growth is accepted."""
     safety = settings.safety
     out: list[Problem] = []
-    created = Counter(a.provider for a in actions if a.verb.creates)
+    created = Counter(a.provider for a in actions if a.verb in _CREATING)
     added = growth.added if growth is not None else frozenset()
-    grown = Counter(a.provider for a in actions if a.verb.creates and a.entry in added)
+    grown = Counter(a.provider for a in actions if a.verb in _CREATING and a.entry in added)
     for provider, wanted in sorted(desired_per_provider.items(), key=lambda kv: str(kv[0])):
         if wanted < safety.min_entries or skip(provider):
             continue

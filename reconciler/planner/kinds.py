@@ -32,9 +32,12 @@ def phase_of(verb: Verb) -> int:
     return PHASE_CONSTRUCT
 
 
+_PHASES = {verb: phase_of(verb) for verb in Verb}  # looked up once per action of a plan
+
+
 def order_key(verb: Verb, kind: str, entry: str) -> tuple[int, int, str]:
     """Stable apply order: (phase, kind order — reversed for removals, entry id)."""
-    phase = phase_of(verb)
+    phase = _PHASES[verb]
     rank = _RANK.get(kind, len(KIND_ORDER))
     if phase == PHASE_DESTROY:
         rank = len(KIND_ORDER) - rank

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
+from operator import attrgetter
 
 from compiler.contract.settings import PlanSettings
-from compiler.contract.supply_map import SupplyMap
+from compiler.contract.supply_map import Entry, SupplyMap
 from compiler.contract.vocabulary import EntryKind, Level
 from compiler.core.problems import Problem
 from reconciler.plan.attempts import ProvisionAttempts
+from reconciler.plan.census import Census
 from reconciler.plan.file import fingerprint
 from reconciler.plan.model import Action, Plan, summarize
 from reconciler.planner.backoff import attempts_reset
@@ -41,6 +43,9 @@ RULES: dict[str, Rule] = {
     EntryKind.COUNTER: plan_counter,
     EntryKind.JOB_DIR: plan_job_dir,
 }
+
+
+_PROVIDER = attrgetter("provider")
 
 
 def rule_for(kind: str) -> Rule:
@@ -72,6 +77,8 @@ def _walk_desired(b: Builder, desired: SupplyMap, live: SupplyMap,
             # elsewhere is neither in sync nor missing, and one id cannot live at both.
             b.note("drift_reported", d, f"reported by provider {lv.provider}, but config binds "
                    f"it to {d.provider}; nothing planned: move it by hand")
+            continue
+        if lv is d:  # the live map's reader took the desired entry itself: the same bytes
             continue
         if (  # state and compare.same_fields, inlined: this test runs once per entry
             lv is not None
@@ -121,16 +128,33 @@ def _touched(actions: Sequence[Action], observed: Mapping[str, Sequence[str]]) -
     return sorted(ids)
 
 
+def _fingerprints(actions: Sequence[Action], b: Builder,
+                  live: Mapping[str, Entry]) -> dict[str, str]:
+    """Each touched entry's live fingerprint, from the JSON its action made where it did."""
+    docs = b.live_docs
+    return {e: fingerprint(live.get(e), docs.get(e)) for e in _touched(actions, b.observed)}
+
+
 def _guarded(actions: list[Action], settings: PlanSettings, desired: SupplyMap,
              live: SupplyMap, *, force: bool, applied_before: bool | None,
-             growth: Growth | None, accept_growth: Collection[str]) -> list[Problem]:
-    """The safety guards' problems (``guards.check_guards``) over the counts they compare."""
+             growth: Growth | None, accept_growth: Collection[str],
+             census: Census | None) -> list[Problem]:
+    """The safety guards' problems (``guards.check_guards``) over the counts they compare;
+    the live map's per provider and per kind from one census (``census``, when the caller
+    counted ``live`` already)."""
+    if census is None:
+        census = Census.of(live.entries.values())
+    live_per_provider: Counter[str | None] = Counter()
+    live_per_kind: Counter[str] = Counter()
+    for (provider, kind), n in census.counts.items():
+        live_per_provider[provider] += n
+        live_per_kind[kind] += n
     return check_guards(
         actions,
         settings,
-        desired_per_provider=Counter(e.provider for e in desired.entries.values()),
-        live_per_provider=Counter(e.provider for e in live.entries.values()),
-        live_per_kind=Counter(e.kind for e in live.entries.values()),
+        desired_per_provider=Counter(map(_PROVIDER, desired.entries.values())),
+        live_per_provider=live_per_provider,
+        live_per_kind=live_per_kind,
         unknown=live.unknown,
         force=force,
         generations=None if applied_before else live.generations,
@@ -153,6 +177,7 @@ def make_plan(
     attempts: Mapping[str, ProvisionAttempts] | None = None,
     growth: Growth | None = None,
     accept_growth: Collection[str] = (),
+    census: Census | None = None,
 ) -> Plan:
     """Plan what makes ``live`` match ``desired`` under the site's settings.
 
@@ -164,7 +189,7 @@ def make_plan(
     provider that reports nothing lost what it held, even when its generation restarted (a
     map file deleted); False (never applied, perhaps a first apply killed halfway) means
     there is nothing of ours to have lost, so the empty/shrunk-inventory guards stay off;
-    None (no store) leaves it to the providers' generations.
+    None (no store) leaves it to the providers' generations. ``census``: ``live``'s, if counted.
     ``attempts``: the provisioning failures the store recorded (P6; ``backoff``).
     ``growth``: the entries the config added (``xce-plan --base``), which tell intended
     growth from an inventory that shrank; ``accept_growth``: providers whose growth this
@@ -186,13 +211,13 @@ def make_plan(
     problems += found_not_made(notes["co_managed"], desired.entries, live.entries)
     problems += _guarded(actions, settings, desired, live, force=force,
                          applied_before=applied_before, growth=growth,
-                         accept_growth=accept_growth)
+                         accept_growth=accept_growth, census=census)
     return Plan(
         actions=tuple(actions),
         summary=summarize(actions, notes),
         desired_digest=desired_digest or desired.content_digest(),
         revision=desired.revision,
-        fingerprints={e: fingerprint(live.entries.get(e)) for e in _touched(actions, b.observed)},
+        fingerprints=_fingerprints(actions, b, live.entries),
         problems=tuple(problems),
         attempts_reset=attempts_reset(b.attempts, desired.entries, live.entries),
         accepted_shrink=(),  # the pipeline's: what xce-plan --accept-shrink named

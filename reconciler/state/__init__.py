@@ -16,10 +16,16 @@ The store is one class, ``SqlStore`` (``sql_store.py``; the rest of the code cal
 - ``generations.py``: provider generations
 - ``attempts.py``: provisioning attempts
 - ``inventory_counts.py``: the shrink guard's counts and the journal's removals
+- ``applied_config.py``: the configurations applies made current, which proxies follow
+- ``provider_leases.py``: which proxy instance serves each provider, under which epoch;
+  fencing a proxy's writes by its lease
+- ``published.py``: the inventories proxies publish, and the store's clock
+- ``call_queue.py``: the calls applies queue for proxies, and their replies
+- ``proxy_instances.py``: proxy heartbeats and the calls their allowlists refused
 - ``sql_store.py``: the whole store (migrated on open), its identity and plan-signing key
 
-Its records are in ``store.py`` and its failures in ``errors.py``; ``dialect.py``,
-``sqlite_backend.py`` and ``postgres_backend.py`` talk to the databases.
+Its records are in ``store.py`` and ``proxy_records.py``, its failures in ``errors.py``;
+``dialect.py``, ``sqlite_backend.py`` and ``postgres_backend.py`` talk to the databases.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from reconciler.state.errors import LockHeld, LockLost, StateError
+from reconciler.state.errors import LeaseLost, LockHeld, LockLost, StateError
 from reconciler.state.heartbeat import Heartbeat
 from reconciler.state.holder import current_holder
 from reconciler.state.sql_store import SqlStore
@@ -56,6 +62,7 @@ __all__ = [
     "Heartbeat",
     "Holder",
     "JournalEntry",
+    "LeaseLost",
     "Lock",
     "LockHeld",
     "LockLost",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from compiler.core.problems import Hints, UserError
 from compiler.core.times import format_utc
+from reconciler.state.proxy_records import ProviderLease
 from reconciler.state.store import Lock
 
 # the codes, as in reconciler/apply/codes.py: named once, documented in docs/errors.md
@@ -80,6 +81,39 @@ class LockLost(StateError):
         else:
             now = f"it is now held by {current.holder} (host {current.host})"
         super().__init__(LOCK_LOST, f"lock {name!r} is no longer held by {holder}; {now}", label)
+
+
+class LeaseLost(StateError):
+    """A proxy wrote for a provider whose lease it no longer holds (it lapsed, was released,
+    or another instance took it under a newer epoch): the write changed nothing."""
+
+    def __init__(self, lease: tuple[str, str, str, int], current: ProviderLease | None,
+                 now: float, label: str) -> None:
+        """``lease``: the site, provider, instance and epoch the write was made under."""
+        site, provider, instance, epoch = lease
+        self.provider = provider
+        self.current = current
+        state = _lease_state(current, instance, epoch, now)
+        super().__init__(
+            LOCK_LOST,
+            f"the lease on provider {provider!r} of site {site!r} is no longer held by "
+            f"instance {instance} at epoch {epoch}; {state}",
+            label,
+            "this proxy stops serving the provider (nothing was written); it takes the lease "
+            "again, under a new epoch, once the lease is free",
+        )
+
+
+def _lease_state(current: ProviderLease | None, instance: str, epoch: int, now: float) -> str:
+    if current is None:
+        return "nobody holds it now"
+    if current.instance == instance and current.epoch == epoch:
+        if not current.expires:
+            return "it was released"
+        return f"it lapsed at {format_utc(current.expires, 'offset')}"
+    lapsed = "" if current.held(now) else " (lapsed)"
+    return (f"it is now held by proxy {current.holder} (instance {current.instance}) at "
+            f"epoch {current.epoch}{lapsed}")
 
 
 def bad_url(text: str, why: str) -> StateError:

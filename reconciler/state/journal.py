@@ -15,7 +15,7 @@ import orjson
 
 from compiler.core.canonical import dumps_compact
 from reconciler.state.connection import Connection, reconnecting
-from reconciler.state.dialect import Row
+from reconciler.state.dialect import Row, text_array
 from reconciler.state.store import JournalEntry, OpOutcome, OpStatus, PlannedOp, Run, RunStatus
 from reconciler.state.times import to_maybe_time, to_time
 
@@ -35,13 +35,49 @@ _FINISH_WHEN = {
 }
 
 
+# an op's mark as running before its call (attempts + 1); a done op is left unchanged
+_MARK_RUNNING = (
+    "ON CONFLICT (op_id) DO UPDATE SET run_id = excluded.run_id, status = excluded.status, "
+    "attempts = journal.attempts + 1, started = excluded.started, finished = NULL, "
+    "error = NULL, result = NULL WHERE journal.status <> 'done' RETURNING op_id"
+)
+# a round in one statement (Dialect.writable_with), so one round trip and no BEGIN/COMMIT:
+# the outcomes (``_FINISH_WHEN`` as one condition), then the marks; arrays keep its text
+# fixed, so the driver prepares it. Both read one clock; they touch different rows.
+_ROUND = (
+    "WITH clock AS (SELECT {clock} AS now), "
+    "finished AS (UPDATE journal SET status = v.status, error = v.error, result = v.result, "
+    "finished = (SELECT now FROM clock) "
+    "FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS v(op_id, status, error, result) "
+    "WHERE journal.op_id = v.op_id AND journal.status <> 'done' AND (v.status = 'done' OR "
+    "journal.run_id = ? AND CASE v.status WHEN 'skipped' THEN journal.status <> 'running' "
+    "WHEN 'running' THEN journal.status = 'running' ELSE true END)), "
+    "started AS (INSERT INTO journal (op_id, run_id, action, entry_id, provider, status, "
+    "attempts, started) SELECT s.op_id, ?, s.action, s.entry_id, s.provider, 'running', 1, "
+    "(SELECT now FROM clock) FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) "
+    f"AS s(op_id, action, entry_id, provider) {_MARK_RUNNING}) "
+    "SELECT op_id FROM started"
+)
+_ADD_COLUMNS = "op_id, run_id, action, entry_id, provider, status"
+# journal_add: a done op keeps its row, one in doubt stays running
+_ADD_KEEPS = (
+    "ON CONFLICT (op_id) DO UPDATE SET run_id = excluded.run_id, status = CASE journal.status "
+    "WHEN 'running' THEN 'running' ELSE excluded.status END WHERE journal.status <> 'done'"
+)
 _CHUNK = 500  # rows per statement: well under either database's limit of parameters
+_ARRAY_CHUNK = 10_000  # rows per statement that binds them as arrays (no such limit)
 T = TypeVar("T")
 
 
-def _chunks(items: Sequence[T]) -> Iterator[Sequence[T]]:
-    for at in range(0, len(items), _CHUNK):
-        yield items[at : at + _CHUNK]
+def _chunks(items: Sequence[T], size: int = _CHUNK) -> Iterator[Sequence[T]]:
+    for at in range(0, len(items), size):
+        yield items[at : at + size]
+
+
+def _columns(ops: Sequence[PlannedOp]) -> list[str]:
+    """The ops as four arrays to bind: op_id, action, entry_id, provider."""
+    return [text_array(op.op_id for op in ops), text_array(op.action for op in ops),
+            text_array(op.entry_id for op in ops), text_array(op.provider for op in ops)]
 
 
 def _rows(row: str, count: int) -> str:
@@ -130,25 +166,27 @@ class Journal(Connection):
     def journal_add(self, run_id: str, ops: Iterable[PlannedOp]) -> None:
         """Record ops as pending; ops already done keep their row, others join this run (an
         op in doubt joins it still ``running``: only an outcome of its call ends the doubt)."""
-        rows = [
-            (op.op_id, run_id, op.action, op.entry_id, op.provider, OpStatus.PENDING.value)
-            for op in ops
-        ]  # a list: run again after a reconnect, it must yield the rows again
-        with self._write():
-            self._execute_many(
-                "INSERT INTO journal (op_id, run_id, action, entry_id, provider, status) "
-                "VALUES (?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (op_id) DO UPDATE SET run_id = excluded.run_id, "
-                "status = CASE journal.status WHEN 'running' THEN 'running' "
-                "ELSE excluded.status END WHERE journal.status <> 'done'",
-                rows,
-            )
+        # a list: run again after a reconnect, it must yield the ops again
+        unique = list({op.op_id: op for op in ops}.values())  # a row changes once a statement
+        with self._transaction(write=True):
+            if not self._db.dialect.writable_with:
+                self._execute_many(
+                    f"INSERT INTO journal ({_ADD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) {_ADD_KEEPS}",
+                    [(op.op_id, run_id, op.action, op.entry_id, op.provider,
+                      OpStatus.PENDING.value) for op in unique])
+                return
+            for chunk in _chunks(unique, _ARRAY_CHUNK):
+                self._execute(
+                    f"INSERT INTO journal ({_ADD_COLUMNS}) SELECT a.op_id, ?, a.action, "
+                    "a.entry_id, a.provider, ? FROM unnest(?::text[], ?::text[], ?::text[], "
+                    f"?::text[]) AS a(op_id, action, entry_id, provider) {_ADD_KEEPS}",
+                    run_id, OpStatus.PENDING.value, *_columns(chunk))
 
     @reconnecting
     def journal_start(self, run_id: str, op: PlannedOp) -> JournalEntry:
         """Mark an op running before its call (attempts + 1); a done op is returned unchanged."""
-        with self._write() as now:
-            self._start(run_id, [op], now)
+        with self._transaction(write=True):
+            self._round(run_id, [], [op])
             entry = self._entry(op.op_id)
         assert entry is not None  # inserted or kept in this very transaction
         return entry
@@ -173,8 +211,8 @@ class Journal(Connection):
         """
         outcome = OpOutcome(op_id, status, error, result)
         _check_finish([outcome])
-        with self._write() as now:
-            self._finish(run_id, [outcome], now)
+        with self._transaction(write=True):
+            self._round(run_id, [outcome], [])
             entry = self._entry(op_id)
         if entry is None:
             raise LookupError(f"no operation {op_id!r} in the journal")
@@ -188,28 +226,46 @@ class Journal(Connection):
         does), then mark ``starts`` running (each as ``journal_start`` does); return the op_ids
         of ``starts`` found done, which are left unchanged and must not be called."""
         _check_finish(outcomes)
-        with self._write() as now:
-            self._finish(run_id, outcomes, now)
-            return self._start(run_id, starts, now)
+        unique = list({op.op_id: op for op in starts}.values())
+        if self._one_statement(outcomes, unique):  # a statement is a transaction of its own
+            with self._guarded():
+                return self._round(run_id, outcomes, unique)
+        with self._transaction(write=True):
+            return self._round(run_id, outcomes, unique)
 
-    def _start(self, run_id: str, ops: Sequence[PlannedOp], now: float) -> frozenset[str]:
-        """Mark ``ops`` running, a statement per chunk; return those found done (unchanged)."""
-        unique = list({op.op_id: op for op in ops}.values())  # a row is changed once per statement
+    def _one_statement(self, outcomes: Sequence[OpOutcome], starts: Sequence[PlannedOp]) -> bool:
+        """Whether a round is one statement (``_ROUND``): the database can, and no op comes
+        twice (a statement changes a row once)."""
+        ops = [o.op_id for o in outcomes] + [op.op_id for op in starts]
+        return self._db.dialect.writable_with and len(set(ops)) == len(ops)
+
+    def _round(self, run_id: str, outcomes: Sequence[OpOutcome],
+               starts: Sequence[PlannedOp]) -> frozenset[str]:
+        """Record ``outcomes``, then mark ``starts`` (each op once) running; return those of
+        ``starts`` found done."""
+        if self._one_statement(outcomes, starts):
+            sql = _ROUND.format(clock=self._db.dialect.clock)
+            marked = {row[0] for row in self._query(sql, *_round_params(run_id, outcomes, starts))}
+        else:
+            now = self._clock()
+            self._finish(run_id, outcomes, now)
+            marked = self._start(run_id, starts, now)
+        return frozenset(op.op_id for op in starts if op.op_id not in marked)
+
+    def _start(self, run_id: str, ops: Sequence[PlannedOp], now: float) -> set[str]:
+        """Mark ``ops`` running, a statement per chunk; return those marked."""
         marked: set[str] = set()
-        for chunk in _chunks(unique):
+        for chunk in _chunks(ops):
             rows = self._query(
                 "INSERT INTO journal (op_id, run_id, action, entry_id, provider, status, "
                 f"attempts, started) VALUES {_rows('(?, ?, ?, ?, ?, ?, 1, ?)', len(chunk))} "
-                "ON CONFLICT (op_id) DO UPDATE SET run_id = excluded.run_id, "
-                "status = excluded.status, attempts = journal.attempts + 1, "
-                "started = excluded.started, finished = NULL, error = NULL, result = NULL "
-                "WHERE journal.status <> 'done' RETURNING op_id",
+                + _MARK_RUNNING,
                 *(value for op in chunk for value in (
                     op.op_id, run_id, op.action, op.entry_id, op.provider,
                     OpStatus.RUNNING.value, now)),
             )
             marked.update(row[0] for row in rows)
-        return frozenset(op.op_id for op in unique if op.op_id not in marked)
+        return marked
 
     def _finish(self, run_id: str, outcomes: Sequence[OpOutcome], now: float) -> None:
         """Record ``outcomes``, a statement per status and chunk (``_FINISH_WHEN``)."""
@@ -289,6 +345,21 @@ class Journal(Connection):
     def _entry(self, op_id: str) -> JournalEntry | None:
         rows = self._query(f"SELECT {_JOURNAL_COLUMNS} FROM journal WHERE op_id = ?", op_id)
         return _to_entry(rows[0]) if rows else None
+
+
+def _round_params(run_id: str, outcomes: Sequence[OpOutcome],
+                  starts: Sequence[PlannedOp]) -> list[str]:
+    """``_ROUND``'s parameters: an array per column of the outcomes, then of the marks."""
+    return [
+        text_array(o.op_id for o in outcomes),
+        text_array(o.status.value for o in outcomes),
+        text_array(o.error for o in outcomes),
+        text_array(None if o.result is None else dumps_compact(o.result).decode()
+                   for o in outcomes),
+        run_id,
+        run_id,
+        *_columns(starts),
+    ]
 
 
 def _to_run(row: Row) -> Run:

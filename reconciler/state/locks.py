@@ -128,15 +128,19 @@ class Locks(Connection):
     def next_epoch(self, name: str) -> int:
         """The next value of a counter that only grows, unique across concurrent runners."""
         with self._write():
-            self._execute(
-                "INSERT INTO epochs (name, value) VALUES (?, 1) "
-                "ON CONFLICT (name) DO UPDATE SET value = epochs.value + 1",
-                name,
-            )
-            epoch = int(self._query("SELECT value FROM epochs WHERE name = ?", name)[0][0])
+            epoch = self._draw_epoch(name)
         if name in self._leases:  # the epoch of the lock held: checked after a reconnect
             self._epochs[name] = epoch
         return epoch
+
+    def _draw_epoch(self, name: str) -> int:
+        """Advance the counter ``name`` in the caller's write transaction; its new value."""
+        self._execute(
+            "INSERT INTO epochs (name, value) VALUES (?, 1) "
+            "ON CONFLICT (name) DO UPDATE SET value = epochs.value + 1",
+            name,
+        )
+        return int(self._query("SELECT value FROM epochs WHERE name = ?", name)[0][0])
 
     def _verify_held(self) -> None:
         with self._transaction(write=False):

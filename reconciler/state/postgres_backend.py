@@ -27,8 +27,9 @@ POSTGRESQL = Dialect(
     name="postgresql",
     placeholder="%s",
     begin_write="BEGIN",
-    now_sql="SELECT extract(epoch FROM clock_timestamp())::double precision",
+    clock="extract(epoch FROM clock_timestamp())::double precision",
     migration_lock=f"SELECT pg_advisory_xact_lock({_MIGRATION_KEY})",
+    writable_with=True,
 )
 
 # failures of the server or the network, or of the user's rights: the user must act

@@ -1,18 +1,21 @@
 """The state store, whole: one class mixed from the classes of its concerns.
 
 Each concern (locks and epochs, runs and the journal, history, the drift ledger and its
-notifications, provider generations, provisioning attempts, inventory counts: the package's
-docstring names their modules) is a class over the shared ``Connection`` (transactions, the
-store's clock, reconnecting). What the store holds beyond them is opened here: the schema,
-migrated to this code's version first, the store's own identity and the key it signs saved
-plans with.
+notifications, provider generations, provisioning attempts, inventory counts, and for
+proxies the applied configurations, provider leases, published inventories, the call queue
+and proxy instances: the package's docstring names their modules) is a class over the
+shared ``Connection`` (transactions, the store's clock, reconnecting). What the store holds
+beyond them is opened here: the schema, migrated to this code's version first, the store's
+own identity and the key it signs saved plans with.
 """
 
 from __future__ import annotations
 
 import secrets
 
+from reconciler.state.applied_config import AppliedConfigs
 from reconciler.state.attempts import Attempts
+from reconciler.state.call_queue import CallQueue
 from reconciler.state.connection import reconnecting
 from reconciler.state.dialect import Backend
 from reconciler.state.generations import Generations
@@ -21,12 +24,15 @@ from reconciler.state.inventory_counts import Inventories
 from reconciler.state.journal import Journal
 from reconciler.state.migrations import current_version, migrate
 from reconciler.state.notifications import Notifications
+from reconciler.state.proxy_instances import ProxyInstances
+from reconciler.state.published import PublishedInventories
 
 PLAN_KEY_BYTES = 32  # HMAC-SHA256's block-size-safe key length
 RECONNECT_S = 10.0  # how long to try to reopen a lost connection when no lease bounds it
 
 
-class SqlStore(Notifications, Journal, History, Generations, Attempts, Inventories):
+class SqlStore(Notifications, Journal, History, Generations, Attempts, Inventories,
+               AppliedConfigs, PublishedInventories, CallQueue, ProxyInstances):
     """Locks, epochs, runs, the operation journal and site history in one SQL database,
     shared by all runners (the locks and the drift ledger come in with the notifications,
     which are told under a lease).

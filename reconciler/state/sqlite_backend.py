@@ -21,7 +21,7 @@ SQLITE = Dialect(
     name="sqlite",
     placeholder="?",
     begin_write=sqlite.WRITE,
-    now_sql=None,
+    clock=None,
     migration_lock=None,
 )
 

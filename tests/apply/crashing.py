@@ -43,6 +43,19 @@ class Crashing:
         return digest, {op_id(digest, a) for a in plan.actions}
 
 
+def example_ledger(workdir: Path) -> list[str]:
+    """Every op_id the example's providers have applied, repeats kept: the built-ins' op
+    ledgers, the controller map's, and the simulated cloud's (an exec provider)."""
+    providers = workdir / "providers"
+    found: list[str] = []
+    for db in [*providers.glob("*/opledger.sqlite"), providers / "controller" / "map.sqlite"]:
+        with closing(sqlite3.connect(db)) as conn:
+            found += [row[0] for row in conn.execute("SELECT op_id FROM ops")]
+    for state in providers.glob("*/state.json"):
+        found += json.loads(state.read_text())["ops"]
+    return found
+
+
 def example_site(site: Site) -> Crashing:
     """The example site, copied, with its built-in providers (state under the copy)."""
     root = site.root / "site"
@@ -51,19 +64,8 @@ def example_site(site: Site) -> Crashing:
     common = ["--state", site.target.url]
     assert plan_cli.main([str(root), "--out", str(plan_file), *common]) == 2
 
-    def ledger() -> list[str]:
-        """The built-in providers' ledgers, and the simulated cloud's (an exec provider)."""
-        providers = root / ".xce" / "providers"
-        found: list[str] = []
-        for db in [*providers.glob("*/opledger.sqlite"), providers / "controller" / "map.sqlite"]:
-            with closing(sqlite3.connect(db)) as conn:
-                found += [row[0] for row in conn.execute("SELECT op_id FROM ops")]
-        for state in providers.glob("*/state.json"):
-            found += json.loads(state.read_text())["ops"]
-        return found
-
     return Crashing([str(plan_file), "--site", str(root), *common], plan_file,
-                    [str(root), *common], ledger)
+                    [str(root), *common], lambda: example_ledger(root / ".xce"))
 
 
 def exec_site(site: Site) -> Crashing:

@@ -167,7 +167,9 @@ LEASE_S = 10.0  # as in the issue: renewed every 3.3 s, enough for a busy machin
 class Severing(PostgresBackend):
     """Ends its own server backend (as a failover or an admin does) right before a chosen
     statement of each store method named in ``cuts``: that statement then meets a dead
-    connection. The method is told per thread by ``Phased`` (the heartbeat has its own)."""
+    connection. The method is told per thread by ``Phased`` (the heartbeat has its own).
+    A statement sent outside BEGIN … COMMIT (a journal round) is a transaction of its own:
+    its start and its commit are both right before it."""
 
     def __init__(self, target: PostgresTarget, end: Callable[[], bool], at: str,
                  methods: Mapping[str, int]) -> None:
@@ -176,14 +178,26 @@ class Severing(PostgresBackend):
         self.method = threading.local()
         self.severed: Counter[str] = Counter()
         self.cut = threading.Event()  # set at each cut, for a test waiting on one
+        self.open = False  # inside BEGIN … COMMIT (the store serialises its statements)
 
     def execute(self, sql: str, params: Any = ()) -> int:
+        self._sever(sql)
+        return super().execute(sql, params)
+
+    def query(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        self._sever(sql)
+        return super().query(sql, params)
+
+    def _sever(self, sql: str) -> None:
+        alone = not self.open and not sql.startswith(("BEGIN", "COMMIT", "ROLLBACK"))
+        self.open = sql.startswith("BEGIN") or (self.open and not sql.startswith(
+            ("COMMIT", "ROLLBACK")))
         method = getattr(self.method, "name", None)
-        if method and self.left.get(method, 0) > 0 and sql.startswith(self.at) and self.end():
+        if method and self.left.get(method, 0) > 0 and (sql.startswith(self.at) or alone) \
+                and self.end():
             self.left[method] -= 1
             self.severed[method] += 1
             self.cut.set()
-        return super().execute(sql, params)
 
 
 class Phased:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import secrets
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,3 +65,18 @@ def pg_base_url() -> str:
 def with_options(url: str, **params: str) -> str:
     query = "&".join(f"{k}={quote(v, safe='')}" for k, v in params.items())
     return f"{url}{'&' if '?' in url else '?'}{query}"
+
+
+@contextlib.contextmanager
+def pg_schema(prefix: str, base: str | None = None) -> Iterator[str]:
+    """A fresh schema of the test server (``base``, else ``XCE_TEST_PG_URL``), dropped at the
+    end; the store URL that selects it."""
+    base = base or pg_base_url()
+    schema = f"{prefix}_{secrets.token_hex(6)}"
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield with_options(base, options=f"-csearch_path={schema}")
+    finally:
+        with psycopg.connect(base, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -14,7 +14,7 @@ from reconciler.state import Holder, StateError
 from reconciler.state.migrations import VERSION_TABLE, latest_version, migrations, split
 from tests.state.targets import WORKERS, Target
 
-LATEST = 11
+LATEST = 12
 
 
 def build_version_1(target: Target) -> None:
