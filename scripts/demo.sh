@@ -121,6 +121,9 @@ wait_for build/proxy-b.log '"event":"published"' 5
 rc=0; xce-plan "$psite" --workdir "$workdir" --state "$state" > build/proxied-plan2.txt 2>&1 || rc=$?
 [ "$rc" -eq 0 ] || { cat build/proxied-plan2.txt; echo "xce-plan exited $rc, expected 0"; exit 1; }
 echo "  plan again, from proxy-b's inventories: nothing to do (exit 0)"
+echo "  the site's state from the store (xce-status; docs/status.md), leases and inventories:"
+xce-status --state "$state" > build/status.txt
+sed -n '/^Provider leases/,/^$/p' build/status.txt | sed 's/^/  /' | head -n 4
 kill -TERM "${pids[1]}"; wait "${pids[1]}" || true
 grep '"event":"lease-released"' build/proxy-b.log | head -n 1 | sed 's/^/  proxy-b (SIGTERM): /'
 grep -q demo-token-only-here build/*.log build/*.txt build/*.json "$state" \

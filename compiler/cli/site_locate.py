@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from compiler.contract.build_files import STATE_FILE, WORKDIR
 from compiler.core import codes
 from compiler.core.problems import Problem, UserError
 from compiler.source.yaml_source import YAML_SUFFIXES
@@ -109,3 +110,15 @@ def site_at_revision(holds: Holds, given: str | None, label: str) -> str:
             "check the revision, or pass --site with the site folder relative to the top "
             "of the repository", subject=label)])
     return found
+
+
+def store_file(workdir: Path | None, named: bool, site: Path | None, *, hint: str) -> Path:
+    """``<workdir>/state.sqlite``, for a command that only reads or frees what the store
+    holds (xce-lock, xce-status): the site, the workdir's default place, is looked for only
+    when nothing names the store (``named``: --state or $XCE_STATE_URL), and a site that is
+    not there is refused, as a store made for it would hold nothing of the site."""
+    if workdir is not None:
+        return workdir / STATE_FILE
+    if named:
+        return Path(WORKDIR, STATE_FILE)  # not opened: the store is named
+    return require_site(site, hint=hint) / WORKDIR / STATE_FILE

@@ -17,8 +17,8 @@ from pathlib import Path
 from compiler.cli.options import add_format, add_state, add_workdir
 from compiler.cli.runner import EXIT_OK, UsageParser, run_cli
 from compiler.cli.site_locate import FOUND_HELP as SITE_HELP
-from compiler.cli.site_locate import require_site
-from compiler.contract.build_files import STATE_FILE, WORKDIR
+from compiler.cli.site_locate import store_file
+from compiler.contract.build_files import WORKDIR
 from compiler.core.canonical import dumps
 from compiler.core.problems import Problem, UserError
 from compiler.core.times import format_utc
@@ -98,16 +98,9 @@ def release(store: StateStore, name: str, force: bool, now: datetime) -> Lock:
 
 
 def _default_store(args: argparse.Namespace) -> Path:
-    """``<workdir>/state.sqlite``; the site, the workdir's default place, is looked for only
-    when no --workdir, --state or $XCE_STATE_URL names the store, and a site that is not
-    there is refused: a store made for it would hold no lock of any apply."""
-    if args.workdir is not None:
-        return Path(args.workdir) / STATE_FILE
-    if args.state or os.environ.get(ENV_URL):
-        return Path(WORKDIR, STATE_FILE)  # not opened: the store is named
-    site = require_site(args.site, hint="run it in the site's folder, or pass --site, "
-                        "--workdir or --state")
-    return site / WORKDIR / STATE_FILE
+    return store_file(args.workdir, bool(args.state or os.environ.get(ENV_URL)), args.site,
+                      hint="run it in the site's folder, or pass --site, "
+                      "--workdir or --state")
 
 
 def _body(argv: list[str] | None) -> int:

@@ -1,0 +1,1 @@
+"""``xce-status``: a site's state as the state store holds it, read only (docs/status.md)."""
