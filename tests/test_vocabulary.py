@@ -56,6 +56,9 @@ ALLOWED: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"dataset", "dataset-copy"}),
         "a copy's spec field naming its dataset, and the provider's own kind "
         "(provider_params.BuiltinKind); its entries' kind is EntryKind.DATASET_COPY"),
+    "reconciler/status/gather.py": (
+        frozenset({"released"}), "a provider lease handed over at once (SIGTERM), not a host "
+        "state"),
     "reconciler/testdoubles/sim_provider.py": (
         frozenset({"license"}), "the license simulator's own kind, not an entry kind"),
 }
