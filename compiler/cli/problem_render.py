@@ -18,7 +18,7 @@ import orjson
 from compiler.cli.formats import Formats
 from compiler.core.hostlist import fold_subjects
 from compiler.core.problems import Problem, Severity
-from compiler.core.textstyle import Style, printable
+from compiler.core.textstyle import Style, md_cell, printable
 
 
 def _place(p: Problem) -> str:
@@ -179,21 +179,16 @@ def render_github(problems: Sequence[Problem]) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
-def _md_cell(text: str) -> str:
-    """One table cell: a line break is a space, other control characters escaped."""
-    return printable(text.replace("\n", " ")).replace("|", "\\|")
-
-
 def render_markdown(problems: Sequence[Problem]) -> str:
     if not problems:
         return "No problems found.\n"
     rows = ["| | where | code | problem | how to fix |", "|---|---|---|---|---|"]
     for p in problems:
         icon = "❌" if p.severity is Severity.ERROR else "⚠️"
-        also = f" (see also `{_md_cell(_also(p))}`)" if p.also else ""
+        also = f" (see also `{md_cell(_also(p))}`)" if p.also else ""
         rows.append(
-            f"| {icon} | `{_md_cell(_place(p))}` | {p.code} | {_md_cell(p.message)}{also} "
-            f"| {_md_cell(p.hint)} |"
+            f"| {icon} | `{md_cell(_place(p))}` | {p.code} | {md_cell(p.message)}{also} "
+            f"| {md_cell(p.hint)} |"
         )
     return "\n".join(rows) + "\n"
 

@@ -51,3 +51,9 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+
+
+def md_cell(text: str) -> str:
+    """One markdown table cell: a line break is a space, other characters that do not print
+    escaped (``printable``), a pipe escaped, so the cell stays one cell on one line."""
+    return printable(text.replace("\n", " ")).replace("|", "\\|")

@@ -119,10 +119,14 @@ def site_key(store: StateStore, given: str | None) -> str:
     sites = store.config_sites()
     if len(sites) == 1:
         return sites[0]
-    found = ", ".join(sites) if sites else "none (no apply recorded a configuration yet)"
+    if not sites:
+        raise codes.error(codes.WHICH_SITE, f"the store {store.label} holds no applied "
+                          "configuration yet: no xce-apply has recorded one in it",
+                          "xce-status", "run xce-apply for the site first, or check that "
+                          "--state names the site's store")
     raise codes.error(codes.WHICH_SITE, f"the store holds {len(sites)} sites with an applied "
-                      f"configuration, so which to show is not clear; sites found: {found}",
-                      "xce-status")
+                      f"configuration, so which to show is not clear; sites found: "
+                      f"{', '.join(sites)}", "xce-status")
 
 
 def gather(store: StateStore, site: str, as_of: float | None = None) -> SiteStatus:

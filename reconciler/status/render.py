@@ -9,7 +9,7 @@ from typing import Any
 
 from compiler.cli.formats import Formats
 from compiler.core.canonical import dumps
-from compiler.core.textstyle import Style, printable
+from compiler.core.textstyle import Style, md_cell, printable
 from compiler.core.times import format_utc
 from compiler.core.units import duration_text
 from reconciler.status.gather import (
@@ -175,20 +175,16 @@ def render_text(status: SiteStatus, style: Style | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _cell(text: str) -> str:
-    return printable(text).replace("|", "\\|")
-
-
 def render_markdown(status: SiteStatus) -> str:
-    lines = [f"## Site `{_cell(status.site)}`, as of {format_utc(status.now, 'seconds')}", ""]
-    lines += [f"- **{name}**: {_cell(value)}" for name, value in _facts(status)]
+    lines = [f"## Site `{md_cell(status.site)}`, as of {format_utc(status.now, 'seconds')}", ""]
+    lines += [f"- **{name}**: {md_cell(value)}" for name, value in _facts(status)]
     for title, columns, rows in _tables(status):
         lines += ["", f"### {title}", ""]
         if not rows:
             lines.append("None.")
             continue
         lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-        lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in rows]
+        lines += ["| " + " | ".join(map(md_cell, row)) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 

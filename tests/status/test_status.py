@@ -12,7 +12,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from reconciler.cmds.status import main
-from reconciler.state import StateStore
+from reconciler.state import StateStore, open_store
 from reconciler.state.runs import site_runs
 from reconciler.state.store import DriftSeen, RunStatus
 from tests.state.conftest import pg_admin, pg_target, sqlite_target, target  # noqa: F401
@@ -156,3 +156,14 @@ def test_no_store_is_an_error_and_none_is_made(tmp_path: Path,
     assert f"XCE866]: there is no state store at {missing}:" in err
     assert "Traceback" not in err
     assert not missing.exists()
+
+
+def test_a_store_no_apply_recorded_a_configuration_in_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store_file = tmp_path / "state.sqlite"
+    with open_store(None, store_file):  # a store made, never applied to
+        pass
+    code, out, err = _run(capsys, "--state", str(store_file))
+    assert (code, out) == (1, "")
+    assert "XCE867" in err and "holds no applied configuration yet" in err
+    assert "run xce-apply" in err and "Traceback" not in err
